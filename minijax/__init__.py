@@ -1,0 +1,35 @@
+"""minijax: a small JAX-style tracing compiler on XLA.
+
+>>> import minijax, minijax.numpy as jnp
+>>> f = minijax.jit(lambda x: jnp.sin(x) * 2.0)
+>>> print(f.lower(1.0).as_text("hlo"))
+"""
+
+from minijax.config import config
+from minijax.core.aval import ShapedArray, ShapeDtypeStruct
+from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                                 TracerBoolConversionError, TracerIntegerConversionError,
+                                 UnexpectedTracerError)
+from minijax.core.trace import Tracer
+from minijax.runtime.array import Array
+from minijax.runtime.backend import default_backend, device_count, devices, local_devices
+from minijax.runtime.transfer import block_until_ready, device_put
+from minijax.stages.api import eval_shape, make_jaxpr
+from minijax.stages.jit import jit
+from minijax import stages  # noqa: F401
+from minijax.stages import eager as _eager  # noqa: F401  (registers eager execution)
+from minijax import lax, numpy, tree_util  # noqa: F401
+from minijax.numpy import array_methods as _array_methods
+
+_array_methods.install(Array)
+_array_methods.install(Tracer)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "ConcretizationTypeError", "ShapeDtypeStruct", "ShapedArray",
+    "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
+    "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
+    "device_put", "devices", "eval_shape", "jit", "lax", "local_devices", "make_jaxpr", "numpy",
+    "tree_util",
+]

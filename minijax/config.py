@@ -1,0 +1,93 @@
+"""minijax's global configuration flags.
+
+Usage mirrors ``jax.config``::
+
+    import minijax
+    minijax.config.update("minijax_enable_x64", True)
+    minijax.config.minijax_enable_x64   # -> True
+
+Each flag may also be set from the environment with its upper-cased name,
+e.g. ``MINIJAX_ENABLE_X64=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    val = os.environ.get(name.upper())
+    if val is None:
+        return default
+    return val.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_int(name: str, default: int) -> int:
+    val = os.environ.get(name.upper())
+    return default if val is None else int(val)
+
+
+def _env_str(name: str, default: str | None) -> str | None:
+    return os.environ.get(name.upper(), default)
+
+
+# name -> (type, reader of the default, whether the flag changes traced programs)
+_FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
+    "minijax_enable_x64": (bool, lambda n: _env_bool(n, False), True),
+    "minijax_explain_cache_misses": (bool, lambda n: _env_bool(n, False), False),
+    "minijax_num_cpu_devices": (int, lambda n: _env_int(n, 1), False),
+    "minijax_compilation_cache_dir": (str, lambda n: _env_str(n, None), False),
+    "minijax_platforms": (str, lambda n: _env_str(n, None), False),
+}
+
+
+class Config:
+    """Holds the flags; read them as attributes, change them with ``update``."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {n: spec[1](n) for n, spec in _FLAGS.items()}
+        self._listeners: dict[str, list[Callable[[Any], None]]] = {}
+        self._trace_key = self._compute_trace_key()
+
+    def update(self, name: str, value: Any) -> None:
+        if name not in _FLAGS:
+            known = ", ".join(sorted(_FLAGS))
+            raise AttributeError(f"Unknown minijax config flag {name!r}; known flags: {known}")
+        typ = _FLAGS[name][0]
+        if value is not None and not isinstance(value, typ):
+            if typ is bool and isinstance(value, int):
+                value = bool(value)
+            elif typ is str and isinstance(value, os.PathLike):
+                value = os.fspath(value)
+            else:
+                raise TypeError(f"config flag {name!r} takes a {typ.__name__}, got {value!r}")
+        self._values[name] = value
+        self._trace_key = self._compute_trace_key()
+        for fn in self._listeners.get(name, ()):
+            fn(value)
+
+    def on_change(self, name: str, fn: Callable[[Any], None]) -> None:
+        """Call ``fn(new_value)`` whenever ``name`` is updated (used by the runtime)."""
+        self._listeners.setdefault(name, []).append(fn)
+
+    def _compute_trace_key(self) -> tuple:
+        return tuple(self._values[n] for n, spec in _FLAGS.items() if spec[2])
+
+    @property
+    def trace_key(self) -> tuple:
+        """The values of the flags that change traced programs (part of jit cache keys)."""
+        return self._trace_key
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(f"Unknown minijax config flag {name!r}") from None
+
+    @property
+    def enable_x64(self) -> bool:
+        return self._values["minijax_enable_x64"]
+
+
+config = Config()

@@ -1,0 +1,225 @@
+"""dtype rules: canonicalization (the x64 flag), weak types and promotion.
+
+The promotion rules are JAX's lattice: a result dtype is the least upper bound
+of the inputs' dtypes in the graph below, where ``i*``, ``f*`` and ``c*`` are
+the *weak* types of Python ``int``, ``float`` and ``complex`` scalars::
+
+    b1 -> i* -> u8 -> u16 -> u32 -> u64 -> f*
+          i* -> i8 -> i16 -> i32 -> i64 -> f*
+                u8 -> i16, u16 -> i32, u32 -> i64
+    f* -> bf16 -> f32,  f* -> f16 -> f32,  f32 -> f64 -> c128
+    f* -> c*  -> c64 -> c128,  f32 -> c64
+
+With 64-bit mode off (the default) every 64-bit result is narrowed to 32 bits.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+from minijax.config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+# float0: the dtype of tangents of integer/boolean values (no data).
+float0 = np.dtype([("float0", np.void, 0)])
+
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+             bfloat16, float16, float32, float64, complex64, complex128)
+
+_NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def x64_enabled() -> bool:
+    return config.enable_x64
+
+
+def canonicalize(dtype) -> np.dtype:
+    """The dtype minijax actually uses for ``dtype`` under the current x64 flag."""
+    dt = np.dtype(dtype)
+    if dt not in SUPPORTED and dt != float0:
+        raise TypeError(f"minijax does not support dtype {dt}")
+    if not config.enable_x64:
+        return _NARROW.get(dt, dt)
+    return dt
+
+
+def default_int() -> np.dtype:
+    return int64 if config.enable_x64 else int32
+
+
+def default_uint() -> np.dtype:
+    return uint64 if config.enable_x64 else uint32
+
+
+def default_float() -> np.dtype:
+    return float64 if config.enable_x64 else float32
+
+
+def default_complex() -> np.dtype:
+    return complex128 if config.enable_x64 else complex64
+
+
+def is_float(dt) -> bool:
+    dt = np.dtype(dt)
+    return dt.kind == "f" or dt == bfloat16
+
+
+def is_complex(dt) -> bool:
+    return np.dtype(dt).kind == "c"
+
+
+def is_inexact(dt) -> bool:
+    return is_float(dt) or is_complex(dt)
+
+
+def is_int(dt) -> bool:
+    return np.dtype(dt).kind in "iu"
+
+
+def is_signed(dt) -> bool:
+    return np.dtype(dt).kind == "i"
+
+
+def is_unsigned(dt) -> bool:
+    return np.dtype(dt).kind == "u"
+
+
+def is_bool(dt) -> bool:
+    return np.dtype(dt) == bool_
+
+
+def finfo(dt):
+    return ml_dtypes.finfo(dt)
+
+
+def iinfo(dt):
+    return np.iinfo(dt)
+
+
+# ---- promotion lattice -------------------------------------------------------
+
+_I, _F, _C = "i*", "f*", "c*"  # weak-type nodes
+
+_EDGES: dict = {
+    bool_: [_I],
+    _I: [uint8, int8],
+    uint8: [int16, uint16],
+    uint16: [int32, uint32],
+    uint32: [int64, uint64],
+    uint64: [_F],
+    int8: [int16],
+    int16: [int32],
+    int32: [int64],
+    int64: [_F],
+    _F: [bfloat16, float16, _C],
+    bfloat16: [float32],
+    float16: [float32],
+    float32: [float64, complex64],
+    float64: [complex128],
+    _C: [complex64],
+    complex64: [complex128],
+    complex128: [],
+}
+
+
+def _upper_bounds(node) -> frozenset:
+    seen = {node}
+    todo = [node]
+    while todo:
+        for nxt in _EDGES[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return frozenset(seen)
+
+
+_UB = {n: _upper_bounds(n) for n in _EDGES}
+
+
+def _node(dtype, weak: bool):
+    dtype = np.dtype(dtype)
+    if weak:
+        if dtype.kind in "iu":
+            return _I
+        if is_float(dtype):
+            return _F
+        if dtype.kind == "c":
+            return _C
+    return dtype
+
+
+@functools.lru_cache(maxsize=4096)
+def _lub(nodes: tuple):
+    common = frozenset.intersection(*(_UB[n] for n in nodes))
+    # The least upper bound is the element of `common` below all others.
+    for cand in common:
+        if all(other in _UB[cand] for other in common):
+            return cand
+    raise TypeError(f"no common dtype for {nodes}")  # unreachable for this lattice
+
+
+def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """Promote ``(dtype, weak_type)`` pairs; returns the ``(dtype, weak_type)`` result."""
+    nodes = tuple(_node(dt, weak) for dt, weak in typed)
+    if len(set(nodes)) == 1:
+        n = nodes[0]
+    else:
+        n = _lub(nodes)
+    if n == _I:
+        return canonicalize(_weak_dtype(typed, "iu", default_int())), True
+    if n == _F:
+        return canonicalize(_weak_dtype(typed, "f", default_float())), True
+    if n == _C:
+        return canonicalize(_weak_dtype(typed, "c", default_complex())), True
+    return canonicalize(n), False
+
+
+def _weak_dtype(typed, kinds: str, default: np.dtype) -> np.dtype:
+    # A weak result keeps the (widest) dtype of the weak inputs of that kind.
+    for dt, weak in typed:
+        if weak and np.dtype(dt).kind in kinds:
+            return default
+    return default
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """The (weak) dtype of a Python scalar under the current x64 flag."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return default_int()
+    if isinstance(x, float):
+        return default_float()
+    if isinstance(x, complex):
+        return default_complex()
+    raise TypeError(f"not a Python scalar: {x!r}")
+
+
+def dtype_of(x) -> np.dtype:
+    """The canonical dtype of a value (array, scalar, or anything with ``.dtype``)."""
+    if isinstance(x, (bool, int, float, complex)):
+        return python_scalar_dtype(x)
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        dt = np.asarray(x).dtype
+    return canonicalize(dt)
+
+
+def short_name(dt) -> str:
+    """JAX's short dtype name used in jaxprs and error messages: f32, i32, bool, bf16..."""
+    return _SHORT.get(np.dtype(dt), str(np.dtype(dt)))
+
+
+_SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+          uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+          bfloat16: "bf16", float16: "f16", float32: "f32", float64: "f64",
+          complex64: "c64", complex128: "c128", float0: "float0"}

@@ -1,0 +1,254 @@
+"""The typed IR: variables, literals, equations and jaxprs.
+
+A jaxpr is a list of equations in SSA form::
+
+    { lambda a:f32[3] ; b:f32[3]. let c:f32[3] = sin b; d:f32[3] = mul c a in (d,) }
+
+``a`` is a constvar (bound by a ``ClosedJaxpr``'s ``consts``), ``b`` an input,
+``c``/``d`` outputs of equations. Each equation records the primitive, its
+params, the metadata context (``ctx``) and the user source line it came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from minijax.core.aval import ShapedArray
+from minijax.core import dtypes
+
+
+class Var:
+    """A variable: an SSA name with a type. Identity is the name."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class DropVar(Var):
+    """An output nobody reads (printed ``_``)."""
+
+    __slots__ = ()
+
+
+class Literal:
+    """A scalar constant written inline in an equation (``1.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self.val!r}:{self.aval.str_short()})"
+
+
+Atom = Var | Literal
+
+
+class SourceInfo(NamedTuple):
+    """Where in the user's code an equation was created."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f'{self.file}:{self.line} ({self.function})'
+
+
+class EqnContext(NamedTuple):
+    """Context in force when an equation was made: XLA metadata and the name stack.
+
+    ``metadata`` is a sorted tuple of ``(key, value_string)`` pairs; ``name_stack``
+    a tuple of transform names (``("jvp",)``, ``("transpose",)``...).
+    """
+
+    metadata: tuple = ()
+    name_stack: tuple = ()
+
+
+EMPTY_CTX = EqnContext()
+
+
+class JaxprEqn:
+    __slots__ = ("primitive", "invars", "outvars", "params", "ctx", "source")
+
+    def __init__(self, primitive, invars: list, outvars: list, params: dict,
+                 ctx: EqnContext = EMPTY_CTX, source: SourceInfo | None = None):
+        self.primitive = primitive
+        self.invars = invars
+        self.outvars = outvars
+        self.params = params
+        self.ctx = ctx
+        self.source = source
+
+    def replace(self, **kw) -> "JaxprEqn":
+        new = JaxprEqn(self.primitive, self.invars, self.outvars, self.params, self.ctx, self.source)
+        for k, v in kw.items():
+            setattr(new, k, v)
+        return new
+
+    def __repr__(self) -> str:
+        return pp_eqn(self, _Names())
+
+
+class Jaxpr:
+    """An open jaxpr: constvars and invars in, outvars out."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "__weakref__")
+
+    def __init__(self, constvars: Sequence[Var], invars: Sequence[Var],
+                 outvars: Sequence[Atom], eqns: Sequence[JaxprEqn], debug_info=None):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+        self.debug_info = debug_info
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+        assert len(jaxpr.constvars) == len(consts)
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.out_avals
+
+    @property
+    def eqns(self) -> list[JaxprEqn]:
+        return self.jaxpr.eqns
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+
+# ---- pretty printing ----------------------------------------------------------
+
+def _letters(n: int) -> str:
+    s = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        s = chr(ord("a") + r) + s
+    return s
+
+
+class _Names:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+
+    def __call__(self, atom) -> str:
+        if isinstance(atom, Literal):
+            return pp_literal(atom)
+        if isinstance(atom, DropVar):
+            return "_"
+        key = id(atom)
+        name = self.names.get(key)
+        if name is None:
+            name = self.names[key] = _letters(len(self.names))
+        return name
+
+    def binder(self, v) -> str:
+        return f"{self(v)}:{v.aval.str_short()}"
+
+
+def pp_literal(lit: Literal) -> str:
+    val = lit.val
+    if isinstance(val, np.ndarray):
+        val = val.item() if val.ndim == 0 else val
+    if isinstance(val, (bool, np.bool_)):
+        s = str(bool(val))
+    elif dtypes.is_float(lit.aval.dtype) and not isinstance(val, np.ndarray):
+        s = repr(float(val))
+    else:
+        s = str(val)
+    return f"{s}:{lit.aval.str_short()}"
+
+
+def _is_jaxpr_param(v) -> bool:
+    if isinstance(v, (Jaxpr, ClosedJaxpr)):
+        return True
+    return isinstance(v, (tuple, list)) and bool(v) and all(
+        isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v)
+
+
+def _pp_param(v, names: _Names, indent: int) -> str:
+    if isinstance(v, ClosedJaxpr):
+        v = v.jaxpr
+    if isinstance(v, Jaxpr):
+        return pp_jaxpr(v, indent, names=names)
+    if _is_jaxpr_param(v):
+        pad = " " * (indent + 2)
+        inner = "".join(f"\n{pad}{_pp_param(x, names, indent + 2)}" for x in v)
+        return f"({inner}\n{' ' * indent})"
+    if isinstance(v, np.dtype):
+        return v.name
+    if isinstance(v, type) and issubclass(v, np.generic):
+        return np.dtype(v).name
+    return str(v)
+
+
+def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
+    lhs = " ".join(names.binder(v) for v in eqn.outvars)
+    params = eqn.params
+    pstr = ""
+    if params:
+        items = sorted(params.items())
+        if any(_is_jaxpr_param(v) for _, v in items):
+            pad = " " * (indent + 2)
+            body = "".join(f"\n{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in items)
+            pstr = f"[{body}\n{' ' * indent}]"
+        else:
+            pstr = "[" + " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in items) + "]"
+    rhs = " ".join(names(v) for v in eqn.invars)
+    return f"{lhs} = {eqn.primitive.name}{pstr} {rhs}".rstrip()
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
+    """Print like JAX: on one line when it is short, else one equation per line."""
+    names = names or _Names()
+    consts = " ".join(names.binder(v) for v in jaxpr.constvars)
+    ins = " ".join(names.binder(v) for v in jaxpr.invars)
+    head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
+    eqn_strs = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+    outs = " ".join(names(v) for v in jaxpr.outvars)
+    tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+    one_line = f"{head} {'; '.join(eqn_strs)} {tail}"
+    if indent + len(one_line) <= 80 and not any("\n" in s for s in eqn_strs):
+        return one_line
+    pad = " " * (indent + 4)
+    body = "".join(f"\n{pad}{s}" for s in eqn_strs)
+    return f"{head}{body}\n{' ' * (indent + 2)}{tail}"

@@ -1,0 +1,556 @@
+"""Tracing: the current interpreter, tracers, and ``Primitive.bind``.
+
+minijax uses one *current trace* (interpreter) held in thread-local state
+rather than a stack of levels. ``prim.bind(*args)`` hands the primitive to the
+current trace. A trace that meets a value it does not own (a concrete array, or
+a tracer of an enclosing trace) treats it as a constant; a tracer whose trace
+has already finished is a leak and raises ``UnexpectedTracerError``.
+
+Traces here:
+- ``EvalTrace``: the top level; runs each primitive eagerly.
+- ``JaxprTrace``: records equations into a jaxpr (used by ``jit``, ``make_jaxpr``,
+  control flow). Transforms (jvp, batching) add their own traces elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                                 TracerBoolConversionError, TracerIntegerConversionError,
+                                 UnexpectedTracerError)
+from minijax.core.jaxpr import (EMPTY_CTX, ClosedJaxpr, EqnContext, Jaxpr, JaxprEqn, Literal,
+                                SourceInfo, Var)
+
+# ---- source locations ----------------------------------------------------------
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_internal_files: dict[str, bool] = {}
+
+
+def user_source(depth: int = 1) -> SourceInfo | None:
+    """The innermost frame outside the minijax package: where the user's code is."""
+    f = sys._getframe(depth)
+    internal = _internal_files
+    while f is not None:
+        fn = f.f_code.co_filename
+        is_int = internal.get(fn)
+        if is_int is None:
+            is_int = internal[fn] = fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+        if not is_int:
+            return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+# ---- thread-local state ----------------------------------------------------------
+
+class _State(threading.local):
+    trace: "Trace"
+    ctx: EqnContext = EMPTY_CTX
+
+
+_state = _State()
+
+
+def current_trace() -> "Trace":
+    return _state.trace
+
+
+def current_ctx() -> EqnContext:
+    return _state.ctx
+
+
+class set_ctx:
+    """Context manager making ``ctx`` the equation context for new equations."""
+
+    __slots__ = ("ctx", "prev")
+
+    def __init__(self, ctx: EqnContext):
+        self.ctx = ctx
+
+    def __enter__(self):
+        self.prev = _state.ctx
+        _state.ctx = self.ctx
+
+    def __exit__(self, *exc):
+        _state.ctx = self.prev
+
+
+def merge_ctx(outer: EqnContext, inner: EqnContext) -> EqnContext:
+    """``inner`` applied on top of ``outer``: metadata merged (inner wins), names stacked."""
+    if not outer.metadata and not outer.name_stack:
+        return inner
+    if inner is outer or (not inner.metadata and not inner.name_stack):
+        return outer
+    md = dict(outer.metadata)
+    md.update(inner.metadata)
+    return EqnContext(tuple(sorted(md.items())), outer.name_stack + inner.name_stack)
+
+
+class use_trace:
+    """Context manager making ``trace`` the current trace."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace: "Trace"):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _state.trace
+        _state.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+
+
+# ---- primitives --------------------------------------------------------------------
+
+class Primitive:
+    """An operation minijax knows how to trace, evaluate, lower and transform.
+
+    All of a primitive's rules live with it in one file under ``minijax/lax``:
+    ``abstract_eval(*avals, **params)`` returns the output aval(s);
+    ``lowering(ctx, *operands, **params)`` emits StableHLO; transform rules
+    (``jvp``, ``transpose``, ``batch``) are attached the same way.
+    """
+
+    multiple_results = False
+
+    def __init__(self, name: str, *, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impl: Callable | None = None
+        self.abstract_eval: Callable | None = None
+        self.lowering: Callable | None = None
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.rules: dict[str, Callable] = {}
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args, **params):
+        return _state.trace.process_primitive(self, args, params)
+
+    # decorators to attach rules
+    def def_impl(self, fn):
+        self.impl = fn
+        return fn
+
+    def def_abstract_eval(self, fn):
+        self.abstract_eval = fn
+        return fn
+
+    def def_lowering(self, fn):
+        self.lowering = fn
+        return fn
+
+    def def_jvp(self, fn):
+        self.jvp = fn
+        return fn
+
+    def def_transpose(self, fn):
+        self.transpose = fn
+        return fn
+
+    def def_batch(self, fn):
+        self.batch = fn
+        return fn
+
+    def def_rule(self, kind: str):
+        def register(fn):
+            self.rules[kind] = fn
+            return fn
+        return register
+
+    def out_avals(self, avals: Sequence[ShapedArray], params: dict) -> list[ShapedArray]:
+        """Run abstract eval; always returns a list."""
+        out = self.abstract_eval(*avals, **params)
+        return list(out) if self.multiple_results else [out]
+
+
+# ---- abstract values of Python values ------------------------------------------------
+
+def get_aval(x) -> ShapedArray:
+    """The aval of any value minijax accepts as an array."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval
+    if isinstance(x, (bool, int, float, complex)):
+        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"minijax got a Python {type(x).__name__} where an array was expected; "
+                        f"wrap it with minijax.numpy.asarray(...) first")
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid minijax type")
+
+
+def is_python_scalar(x) -> bool:
+    return type(x) in (int, float, bool, complex)
+
+
+# ---- tracers ---------------------------------------------------------------------
+
+class Tracer:
+    """A stand-in for an array value while a trace records what is done with it."""
+
+    __slots__ = ("_trace", "aval")
+    __array_priority__ = 1000
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.aval.shape)
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (a traced array); "
+                        "use it as a static argument only if it is a Python value")
+
+    def to_concrete(self, what: str):
+        """The concrete value, if this trace knows it; else ConcretizationTypeError."""
+        return self._trace.concrete_value(self, what)
+
+    def __bool__(self):
+        return bool(self.to_concrete("bool"))
+
+    def __int__(self):
+        return int(self.to_concrete("int"))
+
+    def __float__(self):
+        return float(self.to_concrete("float"))
+
+    def __complex__(self):
+        return complex(self.to_concrete("complex"))
+
+    def __index__(self):
+        return int(self.to_concrete("index").__index__())
+
+    def __array__(self, dtype=None, copy=None):
+        val = np.asarray(self.to_concrete("numpy.asarray"))
+        return val if dtype is None else val.astype(dtype)
+
+    def item(self):
+        return np.asarray(self.to_concrete("item")).item()
+
+    def tolist(self):
+        return np.asarray(self.to_concrete("tolist")).tolist()
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    def __getattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} (a traced array) has no attribute {name!r}")
+
+
+# ---- traces ------------------------------------------------------------------------
+
+class Trace:
+    """Base interpreter."""
+
+    alive = True
+    parent: "Trace | None" = None
+
+    def process_primitive(self, prim: Primitive, args: tuple, params: dict):
+        raise NotImplementedError
+
+    def concrete_value(self, tracer: Tracer, what: str):
+        raise ConcretizationTypeError(f"{what} needs a concrete value")
+
+    def is_ancestor_of_or_self(self, other: "Trace") -> bool:
+        t = other
+        while t is not None:
+            if t is self:
+                return True
+            t = t.parent
+        return False
+
+
+def _leaked(tracer: Tracer) -> UnexpectedTracerError:
+    t = tracer._trace
+    where = getattr(tracer, "_source", None)
+    made = f" It was created at {where}." if where else ""
+    by = getattr(t, "description", type(t).__name__)
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer {tracer!r}: it belongs to a trace ({by}) that has "
+        f"already finished, so it escaped the function being traced (for example by being "
+        f"stored in a global, a closure or an attribute) and was used later.{made} "
+        f"Return values out of transformed functions instead of leaking them through side "
+        f"effects.")
+
+
+class EvalTrace(Trace):
+    """The top-level interpreter: primitives run eagerly."""
+
+    description = "eager evaluation"
+
+    def process_primitive(self, prim, args, params):
+        for x in args:
+            if isinstance(x, Tracer):
+                raise _leaked(x)
+        impl = prim.impl
+        if impl is None:
+            return EAGER_IMPL[0](prim, args, params)
+        return impl(*args, **params)
+
+
+EVAL_TRACE = EvalTrace()
+_State.trace = EVAL_TRACE
+
+# The runtime's generic eager implementation (set by minijax.stages): compiles a
+# one-primitive executable, caches it, and runs it.
+EAGER_IMPL: list[Callable] = [None]  # type: ignore[list-item]
+
+
+class DebugInfo:
+    """What was traced, for error messages and argument names."""
+
+    __slots__ = ("traced_for", "fun_name", "arg_names", "result_paths", "fun_source")
+
+    def __init__(self, traced_for: str, fun_name: str, arg_names: Sequence[str] | None,
+                 result_paths: Sequence[str] | None = None, fun_source: str | None = None):
+        self.traced_for = traced_for
+        self.fun_name = fun_name
+        self.arg_names = list(arg_names) if arg_names is not None else None
+        self.result_paths = result_paths
+        self.fun_source = fun_source
+
+
+class JaxprTracer(Tracer):
+    __slots__ = ("_var", "_source")
+
+    def __init__(self, trace: "JaxprTrace", var: Var, source):
+        self._trace = trace
+        self.aval = var.aval
+        self._var = var
+        self._source = source
+
+
+class JaxprTrace(Trace):
+    """Records primitives applied to its tracers as equations of a jaxpr."""
+
+    def __init__(self, parent: Trace, debug: DebugInfo | None = None):
+        self.parent = parent
+        self.debug = debug
+        self.alive = True
+        self.eqns: list[JaxprEqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+
+    @property
+    def description(self) -> str:
+        d = self.debug
+        return f"{d.traced_for} of {d.fun_name}" if d else "tracing"
+
+    def new_arg(self, aval: ShapedArray, name: str | None = None) -> JaxprTracer:
+        v = Var(aval)
+        self.invars.append(v)
+        return JaxprTracer(self, v, f"argument {name}" if name else "an argument")
+
+    def to_atom(self, x):
+        """The Var or Literal standing for ``x`` in this jaxpr."""
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x._var
+            if not x._trace.alive:
+                raise _leaked(x)
+            return self._const(x, x.aval)
+        tx = type(x)
+        if tx in (int, float, bool, complex):
+            return Literal(x, get_aval(x))
+        if tx is np.ndarray or isinstance(x, np.generic):
+            x = np.asarray(x)
+            if x.ndim == 0:
+                aval = get_aval(x)
+                return Literal(x.astype(aval.dtype), aval)
+        return self._const(x, get_aval(x))
+
+    def _const(self, x, aval) -> Var:
+        v = self._const_ids.get(id(x))
+        if v is None:
+            v = self._const_ids[id(x)] = Var(aval)
+            self.constvars.append(v)
+            self.consts.append(x)
+        return v
+
+    def process_primitive(self, prim, args, params):
+        invars = [x._var if (type(x) is JaxprTracer and x._trace is self) else self.to_atom(x)
+                  for x in args]
+        try:
+            out_avals = prim.abstract_eval(*[v.aval for v in invars], **params)
+        except TypeError as e:
+            raise _with_source(e, prim) from None
+        src = user_source(2)
+        if prim.multiple_results:
+            outvars = [Var(a) for a in out_avals]
+            self.eqns.append(JaxprEqn(prim, invars, outvars, params, _state.ctx, src))
+            return [JaxprTracer(self, v, src) for v in outvars]
+        v = Var(out_avals)
+        self.eqns.append(JaxprEqn(prim, invars, [v], params, _state.ctx, src))
+        return JaxprTracer(self, v, src)
+
+    def concrete_value(self, tracer, what):
+        raise concretization_error(tracer, what, self)
+
+    def provenance(self, var: Var) -> list[str]:
+        """Names of the traced arguments ``var`` depends on."""
+        producers = {id(o): e for e in self.eqns for o in e.outvars}
+        names = self.debug.arg_names if self.debug and self.debug.arg_names else None
+        index = {id(v): i for i, v in enumerate(self.invars)}
+        seen, todo, found = set(), [var], []
+        while todo:
+            v = todo.pop()
+            if id(v) in seen or not isinstance(v, Var):
+                continue
+            seen.add(id(v))
+            if id(v) in index:
+                i = index[id(v)]
+                found.append(names[i] if names and i < len(names) else f"argument {i}")
+            elif id(v) in producers:
+                todo.extend(producers[id(v)].invars)
+        return sorted(set(found))
+
+    def finish(self, outs: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
+        outvars = [self.to_atom(x) for x in outs]
+        self.alive = False
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, self.debug)
+        return jaxpr, self.consts
+
+
+def _with_source(err: TypeError, prim: Primitive) -> TypeError:
+    src = user_source(3)
+    msg = str(err.args[0]) if err.args else str(err)
+    if src is not None and " at " + str(src) not in msg:
+        msg = f"{msg}\n  (in {prim.name}, at {src})"
+    new = type(err)(msg)
+    return new
+
+
+def concretization_error(tracer: Tracer, what: str, trace: JaxprTrace) -> ConcretizationTypeError:
+    kind = {"bool": TracerBoolConversionError, "int": TracerIntegerConversionError,
+            "index": TracerIntegerConversionError,
+            "numpy.asarray": TracerArrayConversionError}.get(what, ConcretizationTypeError)
+    args = trace.provenance(tracer._var) if isinstance(tracer, JaxprTracer) else []
+    d = trace.debug
+    fun = f" of `{d.fun_name}`" if d else ""
+    by = d.traced_for if d else "a transformation"
+    if args:
+        dep = (f"It depends on the value of argument{'s' if len(args) > 1 else ''} "
+               + ", ".join(f"`{a}`" for a in args) + f"{fun}, which {by} traces abstractly.")
+    else:
+        dep = f"It is computed inside a function traced by {by}."
+    fix = ("If that argument is a configuration value, mark it static with "
+           "`static_argnums`/`static_argnames` in jit; for a branch that depends on data use "
+           "`lax.cond` or `jnp.where`; for a loop use `lax.fori_loop`/`lax.while_loop`.")
+    return kind(
+        f"Abstract tracer value encountered where a concrete value is expected: `{what}()` was "
+        f"called on a traced array {tracer.aval.str_short()}. {dep} {fix}")
+
+
+# ---- tracing a Python function ---------------------------------------------------------
+
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
+                   debug: DebugInfo | None = None) -> tuple[Jaxpr, list[Any], Any]:
+    """Trace ``fun(*tracers)`` (flat in, flat list out) into a jaxpr.
+
+    Returns ``(jaxpr, consts, aux)``: consts may include tracers of enclosing
+    traces; ``fun`` returns ``(outs, aux)`` where aux is passed through.
+    """
+    parent = _state.trace
+    trace = JaxprTrace(parent, debug)
+    names = debug.arg_names if debug and debug.arg_names else None
+    tracers = [trace.new_arg(a, names[i] if names and i < len(names) else None)
+               for i, a in enumerate(in_avals)]
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        outs, aux = fun(*tracers)
+        jaxpr, consts = trace.finish(outs)
+    finally:
+        _state.trace = prev
+        trace.alive = False
+    return jaxpr, consts, aux
+
+
+def split_tracer_consts(jaxpr: Jaxpr, consts: list) -> tuple[ClosedJaxpr, list]:
+    """Turn consts that are tracers into leading inputs; returns (closed, hoisted)."""
+    if not any(isinstance(c, Tracer) for c in consts):
+        return ClosedJaxpr(jaxpr, consts), []
+    keep_v, keep_c, hoist_v, hoist_c = [], [], [], []
+    for v, c in zip(jaxpr.constvars, consts):
+        if isinstance(c, Tracer):
+            hoist_v.append(v)
+            hoist_c.append(c)
+        else:
+            keep_v.append(v)
+            keep_c.append(c)
+    new = Jaxpr(keep_v, hoist_v + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info)
+    return ClosedJaxpr(new, keep_c), hoist_c
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
+    """Evaluate a jaxpr by binding its equations under the current trace."""
+    env: dict[int, Any] = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[id(v)] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[id(v)] = x
+
+    def read(a):
+        return a.val if type(a) is Literal else env[id(a)]
+
+    outer = _state.ctx
+    try:
+        for eqn in jaxpr.eqns:
+            _state.ctx = merge_ctx(outer, eqn.ctx)
+            ins = [read(a) for a in eqn.invars]
+            out = eqn.primitive.bind(*ins, **eqn.params)
+            if eqn.primitive.multiple_results:
+                for v, x in zip(eqn.outvars, out):
+                    env[id(v)] = x
+            else:
+                env[id(eqn.outvars[0])] = out
+    finally:
+        _state.ctx = outer
+    return [read(a) for a in jaxpr.outvars]
+
+
+def eval_closed_jaxpr(closed: ClosedJaxpr, *args) -> list[Any]:
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)

@@ -1,0 +1,106 @@
+"""Helpers shared by primitive files: type checks and standard rule makers."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive
+
+
+def type_error(prim: str, msg: str, *avals: ShapedArray) -> TypeError:
+    """A TypeError naming the primitive and its operand types."""
+    types = ", ".join(a.str_short() for a in avals)
+    return TypeError(f"{prim}: {msg} (operand types: {types})")
+
+
+_KIND_NAMES = {"f": "floating-point", "c": "complex", "i": "signed integer",
+               "u": "unsigned integer", "b": "boolean"}
+
+
+def _kind(dt: np.dtype) -> str:
+    if dt == dtypes.bool_:
+        return "b"
+    if dt == dtypes.bfloat16:
+        return "f"
+    return dt.kind
+
+
+def check_dtype(prim: str, aval: ShapedArray, kinds: str) -> None:
+    """Raise unless ``aval.dtype``'s kind is one of ``kinds`` (letters of 'fciub')."""
+    if _kind(aval.dtype) not in kinds:
+        wanted = " or ".join(_KIND_NAMES[k] for k in kinds)
+        raise type_error(prim, f"expected {wanted} operands, got {aval.dtype.name}", aval)
+
+
+def broadcast_shapes_scalar(prim: str, avals: Sequence[ShapedArray]) -> tuple:
+    """Operand shapes must be equal, except rank-0 operands which broadcast."""
+    shape = None
+    for a in avals:
+        if a.shape == ():
+            continue
+        if shape is None:
+            shape = a.shape
+        elif a.shape != shape:
+            raise type_error(prim, "operands must have equal shapes (or be scalars)", *avals)
+    return () if shape is None else shape
+
+
+def same_dtypes(prim: str, avals: Sequence[ShapedArray]) -> np.dtype:
+    dt = avals[0].dtype
+    for a in avals[1:]:
+        if a.dtype != dt:
+            raise type_error(prim, "operands must have the same dtype", *avals)
+    return dt
+
+
+def all_weak(avals: Sequence[ShapedArray]) -> bool:
+    return all(a.weak_type for a in avals)
+
+
+def unary_primitive(name: str, hlo_op: str, kinds: str = "fc") -> Primitive:
+    """An elementwise one-operand primitive lowered to ``hlo_op``."""
+    p = Primitive(name)
+
+    def abstract_eval(x, **params):
+        check_dtype(name, x, kinds)
+        return x
+
+    def lowering(ctx, x, **params):
+        return ctx.op(hlo_op, [x], ctx.avals_out[0])
+
+    p.def_abstract_eval(abstract_eval)
+    p.def_lowering(lowering)
+    return p
+
+
+def broadcast_operand(ctx, x, shape: tuple):
+    """Broadcast a rank-0 value to ``shape`` (for ops that allow scalar operands)."""
+    if x.aval.shape == shape:
+        return x
+    out = ShapedArray(shape, x.aval.dtype)
+    return ctx.op("stablehlo.broadcast_in_dim", [x], out,
+                  {"broadcast_dimensions": "array<i64>"})
+
+
+def binary_primitive(name: str, hlo_op: str, kinds: str = "fciu") -> Primitive:
+    """An elementwise two-operand primitive (same dtypes; scalars broadcast)."""
+    p = Primitive(name)
+
+    def abstract_eval(x, y, **params):
+        check_dtype(name, x, kinds)
+        dt = same_dtypes(name, [x, y])
+        shape = broadcast_shapes_scalar(name, [x, y])
+        return ShapedArray(shape, dt, x.weak_type and y.weak_type)
+
+    def lowering(ctx, x, y, **params):
+        shape = ctx.avals_out[0].shape
+        return ctx.op(hlo_op, [broadcast_operand(ctx, x, shape), broadcast_operand(ctx, y, shape)],
+                      ctx.avals_out[0])
+
+    p.def_abstract_eval(abstract_eval)
+    p.def_lowering(lowering)
+    return p

@@ -1,0 +1,45 @@
+"""convert_element_type: change an array's dtype (and weak-type flag)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive, get_aval
+
+convert_element_type_p = Primitive("convert_element_type")
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_abstract(x, *, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+@convert_element_type_p.def_lowering
+def _convert_lower(ctx, x, *, new_dtype, weak_type=False):
+    out = ctx.avals_out[0]
+    src = x.aval.dtype
+    if src == out.dtype:
+        return x
+    if out.dtype == dtypes.bool_:
+        zero = ctx.constant(0, src, x.aval.shape)
+        return ctx.op("stablehlo.compare", [x, zero], out, {
+            "comparison_direction": "#stablehlo<comparison_direction NE>",
+            "compare_type": f"#stablehlo<comparison_type "
+                            f"{'FLOAT' if dtypes.is_inexact(src) else 'SIGNED' if dtypes.is_signed(src) else 'UNSIGNED'}>",
+        })
+    if dtypes.is_complex(src) and not dtypes.is_complex(out.dtype):
+        x = ctx.op("stablehlo.real", [x], ShapedArray(x.aval.shape, np.finfo(src).dtype))
+        if x.aval.dtype == out.dtype:
+            return x
+    return ctx.op("stablehlo.convert", [x], out)
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """Convert ``x`` to ``new_dtype`` (canonicalized for the x64 flag)."""
+    new_dtype = dtypes.canonicalize(new_dtype)
+    aval = get_aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and hasattr(x, "aval"):
+        return x
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))

@@ -1,0 +1,83 @@
+"""select_n and clamp."""
+
+from __future__ import annotations
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive
+from minijax.lax._util import broadcast_operand, type_error
+
+select_n_p = Primitive("select_n")
+clamp_p = Primitive("clamp")
+
+
+@select_n_p.def_abstract_eval
+def _select_n_abstract(which, *cases):
+    if not cases:
+        raise type_error("select_n", "needs at least one case", which)
+    if which.dtype != dtypes.bool_ and which.dtype != dtypes.int32:
+        raise type_error("select_n", f"predicate must be bool or int32, got {which.dtype.name}",
+                         which, *cases)
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise type_error("select_n", "a boolean predicate selects between at most two cases",
+                         which, *cases)
+    c0 = cases[0]
+    for c in cases[1:]:
+        if c.shape != c0.shape or c.dtype != c0.dtype:
+            raise type_error("select_n", "cases must have the same shape and dtype",
+                             which, *cases)
+    if which.shape not in ((), c0.shape):
+        raise type_error("select_n", "predicate must be a scalar or have the cases' shape",
+                         which, *cases)
+    return ShapedArray(c0.shape, c0.dtype, all(c.weak_type for c in cases))
+
+
+@select_n_p.def_lowering
+def _select_n_lower(ctx, which, *cases):
+    out = ctx.avals_out[0]
+    if len(cases) == 1:
+        return cases[0]
+    which = broadcast_operand(ctx, which, out.shape)
+    if which.aval.dtype == dtypes.bool_:
+        return ctx.op("stablehlo.select", [which, cases[1], cases[0]], out)
+    # int32 index: a binary tree of selects on `which < mid`.
+    def build(lo, hi):
+        if hi - lo == 1:
+            return cases[lo]
+        mid = (lo + hi) // 2
+        bound = ctx.constant(mid, dtypes.int32, out.shape)
+        pred = ctx.op("stablehlo.compare", [which, bound], ShapedArray(out.shape, dtypes.bool_), {
+            "comparison_direction": "#stablehlo<comparison_direction LT>",
+            "compare_type": "#stablehlo<comparison_type SIGNED>"})
+        return ctx.op("stablehlo.select", [pred, build(lo, mid), build(mid, hi)], out)
+    return build(0, len(cases))
+
+
+@clamp_p.def_abstract_eval
+def _clamp_abstract(lo, x, hi):
+    for b in (lo, hi):
+        if b.dtype != x.dtype:
+            raise type_error("clamp", "bounds must have the operand's dtype", lo, x, hi)
+        if b.shape not in ((), x.shape):
+            raise type_error("clamp", "bounds must be scalars or have the operand's shape",
+                             lo, x, hi)
+    return x
+
+
+@clamp_p.def_lowering
+def _clamp_lower(ctx, lo, x, hi):
+    return ctx.op("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise; ``which`` is bool (two cases) or int32."""
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false``."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min, x, max):  # noqa: A002
+    return clamp_p.bind(min, x, max)

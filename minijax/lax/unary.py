@@ -1,0 +1,196 @@
+"""Elementwise one-operand primitives.
+
+Each primitive here has its abstract eval and StableHLO lowering; transform
+rules (jvp, transpose, batching) are added beside them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive
+from minijax.lax._util import check_dtype, type_error, unary_primitive
+
+neg_p = unary_primitive("neg", "stablehlo.negate", "fciu")
+sin_p = unary_primitive("sin", "stablehlo.sine")
+cos_p = unary_primitive("cos", "stablehlo.cosine")
+tan_p = unary_primitive("tan", "stablehlo.tan")
+tanh_p = unary_primitive("tanh", "stablehlo.tanh")
+exp_p = unary_primitive("exp", "stablehlo.exponential")
+exp2_p = Primitive("exp2")
+log_p = unary_primitive("log", "stablehlo.log")
+log1p_p = unary_primitive("log1p", "stablehlo.log_plus_one")
+expm1_p = unary_primitive("expm1", "stablehlo.exponential_minus_one")
+sqrt_p = unary_primitive("sqrt", "stablehlo.sqrt")
+rsqrt_p = unary_primitive("rsqrt", "stablehlo.rsqrt")
+cbrt_p = unary_primitive("cbrt", "stablehlo.cbrt", "f")
+logistic_p = unary_primitive("logistic", "stablehlo.logistic")
+sign_p = unary_primitive("sign", "stablehlo.sign", "fciu")
+floor_p = unary_primitive("floor", "stablehlo.floor", "f")
+ceil_p = unary_primitive("ceil", "stablehlo.ceil", "f")
+not_p = unary_primitive("not", "stablehlo.not", "biu")
+is_finite_p = Primitive("is_finite")
+abs_p = Primitive("abs")
+round_p = Primitive("round")
+erf_p = Primitive("erf")
+integer_pow_p = Primitive("integer_pow")
+imag_p = Primitive("imag")
+real_p = Primitive("real")
+
+
+# exp2(x) = exp(x * log(2))
+@exp2_p.def_abstract_eval
+def _exp2_abstract(x):
+    check_dtype("exp2", x, "fc")
+    return x
+
+
+@exp2_p.def_lowering
+def _exp2_lower(ctx, x):
+    aval = ctx.avals_out[0]
+    ln2 = ctx.constant(np.log(2.0), aval.dtype, aval.shape)
+    prod = ctx.op("stablehlo.multiply", [x, ln2], aval)
+    return ctx.op("stablehlo.exponential", [prod], aval)
+
+
+@is_finite_p.def_abstract_eval
+def _is_finite_abstract(x):
+    check_dtype("is_finite", x, "f")
+    return ShapedArray(x.shape, dtypes.bool_)
+
+
+@is_finite_p.def_lowering
+def _is_finite_lower(ctx, x):
+    return ctx.op("stablehlo.is_finite", [x], ctx.avals_out[0])
+
+
+# abs of a complex number is real.
+@abs_p.def_abstract_eval
+def _abs_abstract(x):
+    check_dtype("abs", x, "fciu")
+    if dtypes.is_complex(x.dtype):
+        return ShapedArray(x.shape, np.finfo(x.dtype).dtype, x.weak_type)
+    return x
+
+
+@abs_p.def_lowering
+def _abs_lower(ctx, x):
+    if dtypes.is_unsigned(x.aval.dtype):
+        return x
+    return ctx.op("stablehlo.abs", [x], ctx.avals_out[0])
+
+
+# round: rounding_method 0 = away from zero, 1 = to nearest even (jax's RoundingMethod).
+@round_p.def_abstract_eval
+def _round_abstract(x, *, rounding_method=0):
+    check_dtype("round", x, "f")
+    return x
+
+
+@round_p.def_lowering
+def _round_lower(ctx, x, *, rounding_method=0):
+    op = "stablehlo.round_nearest_even" if int(rounding_method) == 1 else \
+        "stablehlo.round_nearest_afz"
+    return ctx.op(op, [x], ctx.avals_out[0])
+
+
+@erf_p.def_abstract_eval
+def _erf_abstract(x):
+    check_dtype("erf", x, "f")
+    return x
+
+
+@erf_p.def_lowering
+def _erf_lower(ctx, x):
+    return ctx.op("chlo.erf", [x], ctx.avals_out[0])
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_abstract(x, *, y: int):
+    check_dtype("integer_pow", x, "fciu")
+    if not isinstance(y, (int, np.integer)):
+        raise type_error("integer_pow", f"exponent must be a Python int, got {y!r}", x)
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise type_error("integer_pow", f"negative exponent {y} of an integer array", x)
+    return x
+
+
+@integer_pow_p.def_lowering
+def _integer_pow_lower(ctx, x, *, y: int):
+    # Exponentiation by squaring, as multiplies (what XLA would do for a constant exponent).
+    aval = ctx.avals_out[0]
+    n = abs(int(y))
+    if n == 0:
+        return ctx.constant(1, aval.dtype, aval.shape)
+    acc = None
+    base = x
+    while n:
+        if n & 1:
+            acc = base if acc is None else ctx.op("stablehlo.multiply", [acc, base], aval)
+        n >>= 1
+        if n:
+            base = ctx.op("stablehlo.multiply", [base, base], aval)
+    if y < 0:
+        one = ctx.constant(1, aval.dtype, aval.shape)
+        acc = ctx.op("stablehlo.divide", [one, acc], aval)
+    return acc
+
+
+@real_p.def_abstract_eval
+def _real_abstract(x):
+    check_dtype("real", x, "c")
+    return ShapedArray(x.shape, np.finfo(x.dtype).dtype, x.weak_type)
+
+
+@real_p.def_lowering
+def _real_lower(ctx, x):
+    return ctx.op("stablehlo.real", [x], ctx.avals_out[0])
+
+
+@imag_p.def_abstract_eval
+def _imag_abstract(x):
+    check_dtype("imag", x, "c")
+    return ShapedArray(x.shape, np.finfo(x.dtype).dtype, x.weak_type)
+
+
+@imag_p.def_lowering
+def _imag_lower(ctx, x):
+    return ctx.op("stablehlo.imag", [x], ctx.avals_out[0])
+
+
+# ---- the lax-level functions ---------------------------------------------------------
+
+def neg(x): return neg_p.bind(x)
+def sin(x): return sin_p.bind(x)
+def cos(x): return cos_p.bind(x)
+def tan(x): return tan_p.bind(x)
+def tanh(x): return tanh_p.bind(x)
+def exp(x): return exp_p.bind(x)
+def exp2(x): return exp2_p.bind(x)
+def log(x): return log_p.bind(x)
+def log1p(x): return log1p_p.bind(x)
+def expm1(x): return expm1_p.bind(x)
+def sqrt(x): return sqrt_p.bind(x)
+def rsqrt(x): return rsqrt_p.bind(x)
+def cbrt(x): return cbrt_p.bind(x)
+def logistic(x): return logistic_p.bind(x)
+def sign(x): return sign_p.bind(x)
+def floor(x): return floor_p.bind(x)
+def ceil(x): return ceil_p.bind(x)
+def bitwise_not(x): return not_p.bind(x)
+def is_finite(x): return is_finite_p.bind(x)
+def abs(x): return abs_p.bind(x)  # noqa: A001
+def erf(x): return erf_p.bind(x)
+def real(x): return real_p.bind(x)
+def imag(x): return imag_p.bind(x)
+
+
+def round(x, rounding_method=0):  # noqa: A001
+    """Round to integral values; ``rounding_method`` 0 = away from zero, 1 = to even."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    return integer_pow_p.bind(x, y=int(y))

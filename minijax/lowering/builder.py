@@ -1,0 +1,221 @@
+"""Building a StableHLO module as text.
+
+Lowering rules emit operations through a ``RuleContext``; each operation is
+kept as a small ``Op`` record (so later passes, e.g. XLA metadata tagging, can
+still add attributes) and rendered in MLIR's generic form at the end. The
+text is then parsed by MLIR (``lowering.mlir.parse``), which checks it.
+
+Why text rather than the Python op builders: building a few thousand ops as
+strings is several times faster than through the bindings, and the rules read
+like the StableHLO they produce.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from minijax.core.aval import ShapedArray
+from minijax.lowering.types import string_attr, tensor_type
+
+
+class Value:
+    """An SSA value: its name in the function (``%3``, ``%7#1``) and its aval."""
+
+    __slots__ = ("name", "aval", "op")
+
+    def __init__(self, name: str, aval: ShapedArray, op: "Op | None" = None):
+        self.name = name
+        self.aval = aval
+        self.op = op  # the defining op (None for block arguments)
+
+    @property
+    def type(self) -> str:
+        return tensor_type(self.aval) if isinstance(self.aval, ShapedArray) else self.aval
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.type}"
+
+
+class Region:
+    __slots__ = ("args", "ops")
+
+    def __init__(self, args: list[Value]):
+        self.args = args
+        self.ops: list[Op] = []
+
+
+class Op:
+    __slots__ = ("results", "name", "operands", "attrs", "result_types", "loc", "regions")
+
+    def __init__(self, name, operands, result_types, attrs, loc, regions):
+        self.name = name
+        self.operands = operands
+        self.result_types = result_types
+        self.attrs = attrs
+        self.loc = loc
+        self.regions = regions
+        self.results: list[Value] = []
+
+    def set_attr(self, key: str, value: str) -> None:
+        self.attrs = dict(self.attrs or {})
+        self.attrs[key] = value
+
+    def render(self, out: list[str], indent: str) -> None:
+        res = self.results
+        if len(res) == 1:
+            lhs = f"{res[0].name} = "
+        elif res:
+            lhs = f"{res[0].name.split('#')[0]}:{len(res)} = "
+        else:
+            lhs = ""
+        operands = ", ".join(v.name for v in self.operands)
+        head = f'{indent}{lhs}"{self.name}"({operands})'
+        if self.regions:
+            out.append(head + " ({")
+            for i, r in enumerate(self.regions):
+                if i:
+                    out.append(f"{indent}}}, {{")
+                args = ", ".join(f"{a.name}: {a.type}" for a in r.args)
+                out.append(f"{indent}^bb0({args}):")
+                for op in r.ops:
+                    op.render(out, indent + "  ")
+            tail = f"{indent}}})"
+        else:
+            tail = head
+        if self.attrs:
+            tail += " {" + ", ".join(f"{k} = {v}" for k, v in self.attrs.items()) + "}"
+        in_types = ", ".join(v.type for v in self.operands)
+        rt = self.result_types
+        out_types = rt[0] if len(rt) == 1 else "(" + ", ".join(rt) + ")"
+        tail += f" : ({in_types}) -> {out_types}"
+        tail += f" loc({self.loc or 'unknown'})"
+        out.append(tail)
+
+
+class FunctionBuilder:
+    """One ``func.func`` being built: value numbering and the current block."""
+
+    def __init__(self, module: "ModuleBuilder", name: str, visibility: str = "private"):
+        self.module = module
+        self.name = name
+        self.visibility = visibility
+        self._count = 0
+        self.args: list[Value] = []
+        self.arg_attrs: list[str] = []
+        self.body = Region([])
+        self.block = self.body
+        self.results: list[Value] = []
+        self.result_attrs: list[str] = []
+        self.loc: str | None = None         # location for ops emitted now
+        self.attrs: dict[str, str] | None = None  # extra attributes for ops emitted now
+        self.name_prefix = ""
+
+    def fresh(self) -> str:
+        self._count += 1
+        return f"%{self._count}"
+
+    def add_arg(self, aval, attrs: str = "", loc: str | None = None) -> Value:
+        v = Value(self.fresh(), aval)
+        self.args.append(v)
+        self.arg_attrs.append((attrs, loc))
+        return v
+
+    def op(self, name: str, operands: Sequence[Value], results, attrs=None,
+           regions: Sequence[Region] = ()):
+        """Emit ``name`` with operands; ``results`` is an aval, a list of avals, or []."""
+        single = isinstance(results, ShapedArray) or isinstance(results, str)
+        avals = [results] if single else list(results)
+        types = [tensor_type(a) if isinstance(a, ShapedArray) else a for a in avals]
+        if self.attrs:
+            attrs = {**self.attrs, **(attrs or {})}
+        op = Op(name, list(operands), types, attrs, self.loc, list(regions))
+        if len(avals) == 1:
+            op.results = [Value(self.fresh(), avals[0], op)]
+        elif avals:
+            base = self.fresh()
+            op.results = [Value(f"{base}#{i}", a, op) for i, a in enumerate(avals)]
+        self.block.ops.append(op)
+        return op.results[0] if single else op.results
+
+    def new_region(self, arg_avals: Sequence) -> Region:
+        return Region([Value(self.fresh(), a) for a in arg_avals])
+
+    class _InRegion:
+        __slots__ = ("fn", "region", "prev")
+
+        def __init__(self, fn, region):
+            self.fn = fn
+            self.region = region
+
+        def __enter__(self):
+            self.prev = self.fn.block
+            self.fn.block = self.region
+            return self.region
+
+        def __exit__(self, *exc):
+            self.fn.block = self.prev
+
+    def in_region(self, region: Region) -> "_InRegion":
+        """``with fn.in_region(r):`` emits into region ``r``."""
+        return FunctionBuilder._InRegion(self, region)
+
+    def render(self, out: list[str]) -> None:
+        args = []
+        for v, (attrs, loc) in zip(self.args, self.arg_attrs):
+            s = f"{v.name}: {v.type}"
+            if attrs:
+                s += f" {{{attrs}}}"
+            s += f" loc({loc or 'unknown'})"
+            args.append(s)
+        res = []
+        for v, attrs in zip(self.results, self.result_attrs or [""] * len(self.results)):
+            res.append(f"{v.type} {{{attrs}}}" if attrs else v.type)
+        res_s = "(" + ", ".join(res) + ")"
+        out.append(f"  func.func {self.visibility} @{self.name}({', '.join(args)}) -> {res_s} {{")
+        for op in self.body.ops:
+            op.render(out, "    ")
+        ret_types = ", ".join(v.type for v in self.results)
+        ret_ops = ", ".join(v.name for v in self.results)
+        out.append(f'    "func.return"({ret_ops}) : ({ret_types}) -> () loc(unknown)')
+        out.append("  } loc(unknown)")
+
+
+class ModuleBuilder:
+    def __init__(self, name: str, attrs: dict[str, str] | None = None):
+        self.name = name
+        self.attrs = attrs or {}
+        self.functions: list[FunctionBuilder] = []
+        self._names: set[str] = set()
+        self.cache: dict = {}  # for rules that emit shared private functions
+
+    def new_function(self, name: str, visibility: str = "private") -> FunctionBuilder:
+        base, i = name, 0
+        while name in self._names:
+            i += 1
+            name = f"{base}_{i}"
+        self._names.add(name)
+        fn = FunctionBuilder(self, name, visibility)
+        self.functions.append(fn)
+        return fn
+
+    def render(self) -> str:
+        attrs = ""
+        if self.attrs:
+            attrs = " attributes {" + ", ".join(f"{k} = {v}" for k, v in self.attrs.items()) + "}"
+        out = [f"module @{_sym(self.name)}{attrs} {{"]
+        for fn in self.functions:
+            fn.render(out)
+        out.append("} loc(unknown)")
+        return "\n".join(out) + "\n"
+
+
+def _sym(name: str) -> str:
+    ok = all(c.isalnum() or c in "_$." for c in name) and name and not name[0].isdigit()
+    return name if ok else string_attr(name)
+
+
+def name_loc(name: str, source) -> str:
+    """``"jit(f)/sin"("file.py":3:0)`` — op name around the user's file:line."""
+    if source is None:
+        return string_attr(name)
+    return f"{string_attr(name)}({string_attr(source.file)}:{source.line}:0)"

@@ -1,0 +1,181 @@
+"""Lowering jaxprs to StableHLO modules.
+
+``lower_module`` builds ``module @jit_<name>`` with a public ``@main``;
+``lower_jaxpr_into`` lowers a jaxpr's equations into the current block of a
+function (used for ``@main``, private functions of nested ``jit`` and the
+regions of control flow). Each equation is lowered by its primitive's
+``lowering`` rule, called as ``rule(ctx, *operands, **params)`` with a
+``RuleContext`` that knows the equation's avals and emits ops at its location.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from minijax.core.aval import ShapedArray
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from minijax.core.trace import get_aval
+from minijax.lowering.builder import FunctionBuilder, ModuleBuilder, Region, Value, name_loc
+from minijax.lowering.types import dense_elements, string_attr
+
+
+class LoweringError(Exception):
+    pass
+
+
+class RuleContext:
+    """What a lowering rule sees: the function being built and the equation's avals."""
+
+    __slots__ = ("fn", "avals_in", "avals_out", "eqn", "name_prefix")
+
+    def __init__(self, fn: FunctionBuilder, eqn: JaxprEqn | None, avals_in, avals_out,
+                 name_prefix: str):
+        self.fn = fn
+        self.eqn = eqn
+        self.avals_in = avals_in
+        self.avals_out = avals_out
+        self.name_prefix = name_prefix
+
+    @property
+    def module(self) -> ModuleBuilder:
+        return self.fn.module
+
+    def op(self, name: str, operands: Sequence[Value], results, attrs=None, regions=()):
+        return self.fn.op(name, operands, results, attrs, regions)
+
+    def constant(self, value, dtype=None, shape=()) -> Value:
+        """A ``stablehlo.constant`` of ``value`` with ``dtype`` broadcast to ``shape``."""
+        arr = np.asarray(value)
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        aval = ShapedArray(shape if shape != () else arr.shape, arr.dtype)
+        if aval.shape != arr.shape:
+            arr = np.broadcast_to(arr, aval.shape)
+        return self.fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
+
+    def new_region(self, arg_avals: Sequence[ShapedArray]) -> Region:
+        return self.fn.new_region(arg_avals)
+
+    def in_region(self, region: Region):
+        return self.fn.in_region(region)
+
+    def lower_jaxpr(self, closed: ClosedJaxpr | Jaxpr, args: Sequence[Value],
+                    name: str | None = None) -> list[Value]:
+        """Lower a sub-jaxpr inline into the current block (e.g. a region body)."""
+        if isinstance(closed, ClosedJaxpr):
+            jaxpr, consts = closed.jaxpr, closed.consts
+        else:
+            jaxpr, consts = closed, []
+        prefix = f"{self.name_prefix}/{name}" if name else self.name_prefix
+        return lower_jaxpr_into(self.fn, jaxpr, consts, args, prefix)
+
+    def lower_function(self, closed: ClosedJaxpr, name: str,
+                       loc_name: str | None = None) -> FunctionBuilder:
+        """Lower ``closed`` as a private function ``@name`` of the module (cached per jaxpr).
+
+        Ops inside are named ``<prefix>/<loc_name>/<primitive>``.
+        """
+        key = ("func", id(closed.jaxpr), name, loc_name)
+        fn = self.module.cache.get(key)
+        if fn is None:
+            fn = self.module.new_function(name)
+            for a in closed.in_avals:
+                fn.add_arg(a)
+            loc_name = loc_name or name
+            prefix = f"{self.name_prefix}/{loc_name}" if self.name_prefix else loc_name
+            outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, prefix)
+            fn.results = outs
+            self.module.cache[key] = (fn, closed)  # keep closed alive so id() stays unique
+        else:
+            fn = fn[0]
+        return fn
+
+    def call(self, fn: FunctionBuilder, args: Sequence[Value], attrs=None) -> list[Value]:
+        a = {"callee": f"@{fn.name}"}
+        if attrs:
+            a.update(attrs)
+        return self.fn.op("func.call", args, [v.aval for v in fn.results], a)
+
+    def ret(self, values: Sequence[Value], op: str = "stablehlo.return") -> None:
+        self.fn.op(op, values, [])
+
+
+def _const_value(ctx_fn: FunctionBuilder, x: Any, aval: ShapedArray) -> Value:
+    arr = np.asarray(x)
+    return ctx_fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
+
+
+def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
+                     args: Sequence[Value], name_prefix: str) -> list[Value]:
+    """Lower the equations of ``jaxpr`` into ``fn``'s current block; returns the outputs."""
+    env: dict[int, Value] = {}
+    saved_loc, saved_attrs = fn.loc, fn.attrs
+    prefix_loc = string_attr(name_prefix) if name_prefix else None
+    fn.loc = prefix_loc
+    for v, c in zip(jaxpr.constvars, consts):
+        env[id(v)] = _const_value(fn, c, v.aval)
+    for v, a in zip(jaxpr.invars, args):
+        env[id(v)] = a
+
+    def read(atom) -> Value:
+        if type(atom) is Literal:
+            fn.loc = prefix_loc
+            return _const_value(fn, atom.val, atom.aval)
+        return env[id(atom)]
+
+    try:
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive
+            rule = prim.lowering
+            if rule is None:
+                raise LoweringError(f"primitive {prim.name} has no lowering rule")
+            ins = [read(a) for a in eqn.invars]
+            opname = f"{name_prefix}/{prim.name}" if name_prefix else prim.name
+            fn.loc = name_loc(opname, eqn.source)
+            md = eqn.ctx.metadata
+            fn.attrs = {"mhlo.frontend_attributes": _frontend_attrs(md)} if md else None
+            ctx = RuleContext(fn, eqn, [a.aval for a in eqn.invars],
+                              [v.aval for v in eqn.outvars], name_prefix)
+            outs = rule(ctx, *ins, **eqn.params)
+            if prim.multiple_results:
+                for v, o in zip(eqn.outvars, outs):
+                    env[id(v)] = o
+            else:
+                env[id(eqn.outvars[0])] = outs
+        fn.loc = prefix_loc
+        fn.attrs = None
+        return [read(a) for a in jaxpr.outvars]
+    finally:
+        fn.loc, fn.attrs = saved_loc, saved_attrs
+
+
+def _frontend_attrs(metadata: tuple) -> str:
+    return "{" + ", ".join(f"{k} = {string_attr(v)}" for k, v in metadata) + "}"
+
+
+def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
+                 arg_names: Sequence[str] | None = None,
+                 result_names: Sequence[str] | None = None,
+                 arg_attrs: Sequence[str] | None = None,
+                 num_replicas: int = 1, num_partitions: int = 1) -> str:
+    """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``."""
+    mod = ModuleBuilder(module_name, {
+        "mhlo.num_partitions": f"{num_partitions} : i32",
+        "mhlo.num_replicas": f"{num_replicas} : i32",
+    })
+    fn = mod.new_function("main", "public")
+    for i, aval in enumerate(closed.in_avals):
+        name = arg_names[i] if arg_names and i < len(arg_names) else None
+        attrs = arg_attrs[i] if arg_attrs else ""
+        fn.add_arg(aval, attrs, string_attr(name) if name else None)
+    outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix)
+    fn.results = outs
+    if result_names is not None:
+        fn.result_attrs = [f"jax.result_info = {string_attr(n)}" for n in result_names]
+    return mod.render()
+
+
+def aval_of(x) -> ShapedArray:
+    return get_aval(x)

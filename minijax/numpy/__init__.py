@@ -1,0 +1,35 @@
+"""minijax.numpy: NumPy's API on minijax arrays, with jax.numpy's semantics."""
+
+import numpy as _np
+
+from minijax.core import dtypes as _dtypes
+from minijax.numpy._creation import array, asarray, empty, full, ones, zeros
+from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_and,
+                                   bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clip, cos,
+                                   divide, equal, exp, exp2, expm1, float_power, floor,
+                                   floor_divide, fmod, greater, greater_equal, invert, isfinite,
+                                   isinf, isnan, left_shift, less, less_equal, log, log1p, log2,
+                                   log10, logical_and, logical_not, logical_or, logical_xor,
+                                   maximum, minimum, mod, multiply, negative, not_equal,
+                                   positive, pow, power, reciprocal, remainder, right_shift,
+                                   round, sign, sin, sqrt, square, subtract, tan, tanh,
+                                   true_divide)
+from minijax.numpy._ufuncs import where_ as _where3
+
+# dtypes
+bool_ = _np.bool_
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+bfloat16 = _dtypes.bfloat16.type
+complex64, complex128 = _np.complex64, _np.complex128
+dtype = _np.dtype
+pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
+newaxis = None
+
+
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise NotImplementedError("where(condition) with one argument needs a static size; "
+                                  "use nonzero on a concrete array")
+    return _where3(condition, x, y)

@@ -1,0 +1,107 @@
+"""Array creation: asarray, zeros, ones, full, ..."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.trace import Tracer, get_aval, is_python_scalar
+
+
+def _canon(dtype):
+    return None if dtype is None else dtypes.canonicalize(dtype)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """Convert to a minijax array (a no-op for arrays and tracers of the right dtype)."""
+    from minijax.runtime.array import Array
+    from minijax.runtime.transfer import device_put
+    dtype = _canon(dtype)
+    if isinstance(a, (Tracer, Array)):
+        return a if dtype is None or a.dtype == dtype else lax.convert_element_type(a, dtype)
+    if isinstance(a, (list, tuple)):
+        leaves = _leaves(a)
+        if any(isinstance(x, (Tracer, Array)) for x in leaves):
+            return _stack_nested(a, dtype)
+    if is_python_scalar(a) and dtype is None:
+        return device_put(a)
+    arr = np.asarray(a)
+    if arr.dtype == object:
+        raise TypeError(f"cannot convert {a!r} to a minijax array")
+    if dtype is None:
+        if isinstance(a, (list, tuple)) and arr.dtype.kind in "iufcb":
+            dtype = _weakless_default(a, arr.dtype)
+        else:
+            dtype = dtypes.canonicalize(arr.dtype)
+    return device_put(np.asarray(arr, dtype=dtype))
+
+
+def _weakless_default(a, npdt):
+    # A list of Python floats is float32 (x64 off), ints int32: jax's defaults.
+    return dtypes.canonicalize(npdt)
+
+
+def _leaves(a):
+    out = []
+    for x in a:
+        if isinstance(x, (list, tuple)):
+            out.extend(_leaves(x))
+        else:
+            out.append(x)
+    return out
+
+
+def _stack_nested(a, dtype):
+    from minijax.numpy._promote import promote_dtypes
+    items = [(_stack_nested(x, None) if isinstance(x, (list, tuple)) else x) for x in a]
+    items = promote_dtypes(*items) if len(items) > 1 else items
+    items = [asarray(x) if not isinstance(x, Tracer) and not hasattr(x, "aval") else x
+             for x in items]
+    shape = get_aval(items[0]).shape
+    rows = [lax.reshape(x, (1,) + shape) for x in items]
+    out = _concat(rows)
+    return out if dtype is None else lax.convert_element_type(out, dtype)
+
+
+def _concat(rows):
+    import minijax.numpy as jnp
+    return jnp.concatenate(rows, axis=0)
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002
+    out = asarray(object, dtype=dtype)
+    if ndmin > out.ndim:
+        out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def full(shape, fill_value, dtype=None):
+    shape = _shape_tuple(shape)
+    if dtype is None:
+        dt = get_aval(fill_value).dtype
+    else:
+        dt = dtypes.canonicalize(dtype)
+    if isinstance(fill_value, Tracer) or hasattr(fill_value, "aval"):
+        v = lax.convert_element_type(fill_value, dt)
+        import minijax.numpy as jnp
+        return jnp.broadcast_to(v, shape)
+    return lax.broadcast_in_dim(np.asarray(fill_value, dtype=dt), shape, ())
+
+
+def _shape_tuple(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def zeros(shape, dtype=None):
+    return full(shape, 0, dtype or dtypes.default_float())
+
+
+def ones(shape, dtype=None):
+    return full(shape, 1, dtype or dtypes.default_float())
+
+
+def empty(shape, dtype=None):
+    return zeros(shape, dtype)

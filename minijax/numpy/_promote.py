@@ -1,0 +1,115 @@
+"""Dtype promotion and broadcasting for minijax.numpy (jax.numpy's rules)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.trace import get_aval, is_python_scalar
+
+
+def typed(x) -> tuple[np.dtype, bool]:
+    aval = get_aval(x)
+    return aval.dtype, aval.weak_type
+
+
+def result_type_of(*args) -> tuple[np.dtype, bool]:
+    return dtypes.result_type(*(typed(x) for x in args))
+
+
+def convert(x, dtype: np.dtype, weak_type: bool = False):
+    """``x`` as ``dtype``; Python scalars stay Python values (folded, not traced)."""
+    if is_python_scalar(x):
+        if weak_type:
+            kind = np.dtype(dtype).kind
+            py = bool if kind == "b" else int if kind in "iu" else complex if kind == "c" else float
+            if py is not complex and isinstance(x, complex):
+                x = x.real
+            return py(x)
+        return np.asarray(x, dtype=dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x, dtype=dtype) if not weak_type else lax.convert_element_type(
+            x, dtype, weak_type)
+    return lax.convert_element_type(x, dtype, weak_type)
+
+
+def promote_dtypes(*args):
+    """Convert all args to their common dtype."""
+    if len(args) < 2:
+        return list(args)
+    dt, weak = result_type_of(*args)
+    return [convert(x, dt, weak) for x in args]
+
+
+def promote_dtypes_inexact(*args):
+    """Common dtype, then at least floating point (ints/bools become the default float)."""
+    dt, weak = result_type_of(*args)
+    if not dtypes.is_inexact(dt):
+        dt, weak = dtypes.default_float(), weak
+    return [convert(x, dt, weak) for x in args]
+
+
+def promote_dtypes_numeric(*args):
+    dt, weak = result_type_of(*args)
+    if dt == dtypes.bool_:
+        dt = dtypes.default_int()
+    return [convert(x, dt, weak) for x in args]
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError("Incompatible shapes for broadcasting: "
+                         + ", ".join(str(tuple(s)) for s in shapes)) from None
+
+
+def broadcast_to_shape(x, shape: tuple):
+    """Broadcast ``x`` to ``shape`` with numpy's rules (rank promotion on the left)."""
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    nlead = len(shape) - aval.ndim
+    if nlead < 0 or any(d not in (1, s) for d, s in zip(aval.shape, shape[nlead:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and {shape}")
+    if is_python_scalar(x):
+        x = np.asarray(x, dtype=aval.dtype) if not aval.weak_type else x
+    # Squeeze size-1 dims that grow, then broadcast_in_dim into place.
+    keep = [i for i, (d, s) in enumerate(zip(aval.shape, shape[nlead:])) if d == s]
+    if len(keep) != aval.ndim:
+        x = lax.reshape(x, tuple(aval.shape[i] for i in keep))
+    return lax.broadcast_in_dim(x, shape, tuple(nlead + i for i in keep))
+
+
+def broadcast_arrays(*args):
+    """Broadcast to a common shape; rank-0 operands stay rank-0 (lax broadcasts them)."""
+    shapes = [get_aval(x).shape for x in args]
+    if all(s == shapes[0] for s in shapes):
+        return list(args)
+    shape = broadcast_shapes(*shapes)
+    return [x if s == () or s == shape else broadcast_to_shape(x, shape)
+            for x, s in zip(args, shapes)]
+
+
+def promote_args(fname: str, *args):
+    """Dtype promotion then broadcasting, for elementwise functions."""
+    return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)))
+
+
+def promote_args_inexact(fname: str, *args):
+    return broadcast_arrays(*promote_dtypes_inexact(*_check_args(fname, args)))
+
+
+def promote_args_numeric(fname: str, *args):
+    return broadcast_arrays(*promote_dtypes_numeric(*_check_args(fname, args)))
+
+
+def _check_args(fname: str, args):
+    out = []
+    for i, x in enumerate(args):
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"{fname} requires ndarray or scalar arguments, got {type(x).__name__} "
+                            f"at position {i}. Use minijax.numpy.asarray(...) to convert it.")
+        out.append(x)
+    return out

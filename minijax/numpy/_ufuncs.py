@@ -1,0 +1,355 @@
+"""Elementwise functions of minijax.numpy (jax.numpy semantics)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.trace import get_aval, is_python_scalar
+from minijax.numpy._promote import (promote_args, promote_args_inexact, promote_args_numeric,
+                                    promote_dtypes_inexact, convert)
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _unary_inexact(name, fn):
+    def f(x, /):
+        (x,) = promote_args_inexact(name, x)
+        return fn(x)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (integer inputs promote to the default float)."
+    return f
+
+
+sin = _unary_inexact("sin", lax.sin)
+cos = _unary_inexact("cos", lax.cos)
+tan = _unary_inexact("tan", lax.tan)
+tanh = _unary_inexact("tanh", lax.tanh)
+exp = _unary_inexact("exp", lax.exp)
+exp2 = _unary_inexact("exp2", lax.exp2)
+log = _unary_inexact("log", lax.log)
+log1p = _unary_inexact("log1p", lax.log1p)
+expm1 = _unary_inexact("expm1", lax.expm1)
+sqrt = _unary_inexact("sqrt", lax.sqrt)
+cbrt = _unary_inexact("cbrt", lax.cbrt)
+
+
+def log2(x, /):
+    (x,) = promote_args_inexact("log2", x)
+    return lax.div(lax.log(x), lax.log(convert(2.0, _dtype(x))))
+
+
+def log10(x, /):
+    (x,) = promote_args_inexact("log10", x)
+    return lax.div(lax.log(x), lax.log(convert(10.0, _dtype(x))))
+
+
+def negative(x, /):
+    (x,) = promote_args("negative", x)
+    if _dtype(x) == dtypes.bool_:
+        raise TypeError("negative is not defined for boolean arrays; use logical_not")
+    return lax.neg(x)
+
+
+def positive(x, /):
+    (x,) = promote_args("positive", x)
+    return x
+
+
+def absolute(x, /):
+    (x,) = promote_args("absolute", x)
+    if _dtype(x) == dtypes.bool_:
+        return x
+    return lax.abs(x)
+
+
+abs = absolute  # noqa: A001
+
+
+def sign(x, /):
+    (x,) = promote_args("sign", x)
+    if _dtype(x) == dtypes.bool_:
+        return x
+    return lax.sign(x)
+
+
+def floor(x, /):
+    (x,) = promote_args("floor", x)
+    return lax.floor(x) if dtypes.is_float(_dtype(x)) else x
+
+
+def ceil(x, /):
+    (x,) = promote_args("ceil", x)
+    return lax.ceil(x) if dtypes.is_float(_dtype(x)) else x
+
+
+def round(x, decimals: int = 0, out=None):  # noqa: A001
+    """Round half to even (numpy's rule), to ``decimals`` places."""
+    (x,) = promote_args("round", x)
+    dt = _dtype(x)
+    if not dtypes.is_float(dt):
+        return x
+    if decimals == 0:
+        return lax.round(x, 1)
+    factor = convert(10.0 ** decimals, dt)
+    return lax.div(lax.round(lax.mul(x, factor), 1), factor)
+
+
+around = round
+
+
+def square(x, /):
+    (x,) = promote_args_numeric("square", x)
+    return lax.integer_pow(x, 2)
+
+
+def reciprocal(x, /):
+    (x,) = promote_args_inexact("reciprocal", x)
+    return lax.integer_pow(x, -1)
+
+
+def add(x, y, /):
+    x, y = promote_args("add", x, y)
+    if _dtype(x) == dtypes.bool_:
+        return lax.bitwise_or(x, y)
+    return lax.add(x, y)
+
+
+def subtract(x, y, /):
+    x, y = promote_args("subtract", x, y)
+    if _dtype(x) == dtypes.bool_:
+        raise TypeError("subtract is not defined for boolean arrays; use logical_xor")
+    return lax.sub(x, y)
+
+
+def multiply(x, y, /):
+    x, y = promote_args("multiply", x, y)
+    if _dtype(x) == dtypes.bool_:
+        return lax.bitwise_and(x, y)
+    return lax.mul(x, y)
+
+
+def true_divide(x, y, /):
+    x, y = promote_args_inexact("true_divide", x, y)
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y, /):
+    x, y = promote_args_numeric("floor_divide", x, y)
+    dt = _dtype(x)
+    if dtypes.is_unsigned(dt):
+        return lax.div(x, y)
+    if dtypes.is_int(dt):
+        # Round toward negative infinity: subtract 1 where signs differ and rem != 0.
+        q = lax.div(x, y)
+        r = lax.rem(x, y)
+        zero = convert(0, dt)
+        fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+        return lax.select(fix, lax.sub(q, convert(1, dt)), q)
+    return lax.floor(lax.div(x, y))
+
+
+def remainder(x, y, /):
+    """Python's ``%``: the result has the sign of the divisor."""
+    x, y = promote_args_numeric("remainder", x, y)
+    dt = _dtype(x)
+    r = lax.rem(x, y)
+    if dtypes.is_unsigned(dt):
+        return r
+    zero = convert(0, dt)
+    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
+    return lax.select(fix, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def fmod(x, y, /):
+    x, y = promote_args_numeric("fmod", x, y)
+    return lax.rem(x, y)
+
+
+def power(x, y, /):
+    """``x ** y``; a Python int exponent becomes repeated multiplication."""
+    if is_python_scalar(y) and isinstance(y, int) and not isinstance(y, bool):
+        (x,) = promote_args_numeric("power", x)
+        if y < 0 and dtypes.is_int(_dtype(x)):
+            raise ValueError("Integers cannot be raised to negative integer powers")
+        return lax.integer_pow(x, y)
+    x, y = promote_args_numeric("power", x, y)
+    dt = _dtype(x)
+    if dtypes.is_int(dt):
+        return _integer_power(x, y, dt)
+    return lax.pow(x, y)
+
+
+pow = power  # noqa: A001
+
+
+def _integer_power(x, y, dt):
+    # Square-and-multiply over the bits of y.
+    from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape
+    shape = broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+    x, y = broadcast_to_shape(x, shape), broadcast_to_shape(y, shape)
+    one, zero = convert(1, dt), convert(0, dt)
+    acc = lax.add(lax.mul(x, zero), one)
+    base, e = x, y
+    for _ in range(8 * np.dtype(dt).itemsize):
+        odd = lax.ne(lax.bitwise_and(e, one), zero)
+        acc = lax.select(odd, lax.mul(acc, base), acc)
+        base = lax.mul(base, base)
+        e = lax.shift_right_logical(e, one)
+    return acc
+
+
+def float_power(x, y, /):
+    x, y = promote_dtypes_inexact(x, y)
+    return power(x, y)
+
+
+def maximum(x, y, /):
+    x, y = promote_args("maximum", x, y)
+    return lax.max(x, y)
+
+
+def minimum(x, y, /):
+    x, y = promote_args("minimum", x, y)
+    return lax.min(x, y)
+
+
+def arctan2(x, y, /):
+    x, y = promote_args_inexact("arctan2", x, y)
+    return lax.atan2(x, y)
+
+
+def _cmp(name, fn):
+    def f(x, y, /):
+        x, y = promote_args(name, x, y)
+        return fn(x, y)
+    f.__name__ = name
+    return f
+
+
+equal = _cmp("equal", lax.eq)
+not_equal = _cmp("not_equal", lax.ne)
+less = _cmp("less", lax.lt)
+less_equal = _cmp("less_equal", lax.le)
+greater = _cmp("greater", lax.gt)
+greater_equal = _cmp("greater_equal", lax.ge)
+
+
+def _bitwise(name, fn):
+    def f(x, y, /):
+        x, y = promote_args(name, x, y)
+        dt = _dtype(x)
+        if not (dtypes.is_int(dt) or dt == dtypes.bool_):
+            raise TypeError(f"{name} requires integer or boolean arguments, got {dt.name}")
+        return fn(x, y)
+    f.__name__ = name
+    return f
+
+
+bitwise_and = _bitwise("bitwise_and", lax.bitwise_and)
+bitwise_or = _bitwise("bitwise_or", lax.bitwise_or)
+bitwise_xor = _bitwise("bitwise_xor", lax.bitwise_xor)
+
+
+def bitwise_not(x, /):
+    (x,) = promote_args("bitwise_not", x)
+    return lax.bitwise_not(x)
+
+
+invert = bitwise_not
+
+
+def left_shift(x, y, /):
+    x, y = promote_args("left_shift", x, y)
+    return lax.shift_left(x, y)
+
+
+def right_shift(x, y, /):
+    x, y = promote_args("right_shift", x, y)
+    if dtypes.is_unsigned(_dtype(x)):
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+def _to_bool(x):
+    return convert(x, dtypes.bool_) if _dtype(x) != dtypes.bool_ else x
+
+
+def logical_and(x, y, /):
+    x, y = promote_args("logical_and", _to_bool(x), _to_bool(y))
+    return lax.bitwise_and(x, y)
+
+
+def logical_or(x, y, /):
+    x, y = promote_args("logical_or", _to_bool(x), _to_bool(y))
+    return lax.bitwise_or(x, y)
+
+
+def logical_xor(x, y, /):
+    x, y = promote_args("logical_xor", _to_bool(x), _to_bool(y))
+    return lax.bitwise_xor(x, y)
+
+
+def logical_not(x, /):
+    return lax.bitwise_not(_to_bool(x))
+
+
+def isnan(x, /):
+    (x,) = promote_args("isnan", x)
+    if not dtypes.is_inexact(_dtype(x)):
+        return full_like_bool(x, False)
+    return lax.ne(x, x)
+
+
+def isfinite(x, /):
+    (x,) = promote_args("isfinite", x)
+    if not dtypes.is_inexact(_dtype(x)):
+        return full_like_bool(x, True)
+    if dtypes.is_complex(_dtype(x)):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x)
+
+
+def isinf(x, /):
+    (x,) = promote_args("isinf", x)
+    dt = _dtype(x)
+    if not dtypes.is_float(dt):
+        return full_like_bool(x, False)
+    return lax.eq(lax.abs(x), convert(np.inf, dt))
+
+
+def full_like_bool(x, value: bool):
+    shape = get_aval(x).shape
+    return lax.broadcast_in_dim(np.asarray(value), shape, ())
+
+
+def where_(cond, x, y):
+    """``x`` where ``cond`` else ``y``, with promotion and broadcasting."""
+    cond = _to_bool(cond)
+    x, y = promote_args("where", x, y)
+    cond, x, y = _broadcast3(cond, x, y)
+    return lax.select(cond, x, y)
+
+
+def _broadcast3(c, x, y):
+    from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape
+    shape = broadcast_shapes(get_aval(c).shape, get_aval(x).shape, get_aval(y).shape)
+    return [broadcast_to_shape(v, shape) for v in (c, x, y)]
+
+
+def clip(x, min=None, max=None):  # noqa: A002
+    """Clip to ``[min, max]`` (either may be None)."""
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x

@@ -1,0 +1,80 @@
+"""Operators and methods shared by ``minijax.Array`` and tracers.
+
+Each forwards to the ``minijax.numpy`` function of the same meaning, so an
+expression means the same eagerly and under a trace.
+"""
+
+from __future__ import annotations
+
+
+def _jnp():
+    import minijax.numpy as jnp
+    return jnp
+
+
+def _binop(name: str, reflected: bool = False):
+    def method(self, other):
+        fn = getattr(_jnp(), name)
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _is_operand(x) -> bool:
+    import numpy as np
+    from minijax.core.trace import Tracer
+    from minijax.runtime.array import Array
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def _unop(name: str):
+    def method(self):
+        return getattr(_jnp(), name)(self)
+    return method
+
+
+def _method(name: str):
+    def method(self, *args, **kwargs):
+        return getattr(_jnp(), name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
+}
+_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "invert"}
+_METHODS = ["reshape", "astype", "sum", "mean", "max", "min", "prod", "var", "std", "argmax",
+            "argmin", "all", "any", "cumsum", "sort", "argsort", "transpose", "squeeze",
+            "flatten", "ravel", "clip", "round", "dot", "swapaxes", "repeat", "conj",
+            "conjugate"]
+
+
+def install(cls) -> None:
+    """Give ``cls`` the array operators and methods."""
+    for op, fn in _BINARY.items():
+        setattr(cls, f"__{op}__", _binop(fn))
+        setattr(cls, f"__r{op}__", _binop(fn, reflected=True))
+    for op, fn in _COMPARE.items():
+        setattr(cls, f"__{op}__", _binop(fn))
+    for op, fn in _UNARY.items():
+        setattr(cls, f"__{op}__", _unop(fn))
+    for name in _METHODS:
+        setattr(cls, name, _method(name))
+    cls.__getitem__ = lambda self, idx: _jnp()._getitem(self, idx)
+    cls.T = property(lambda self: _jnp().transpose(self))
+    cls.mT = property(lambda self: _jnp().swapaxes(self, -1, -2))
+    cls.at = property(lambda self: _jnp()._IndexUpdateHelper(self))
+    cls.real = property(lambda self: _jnp().real(self))
+    cls.imag = property(lambda self: _jnp().imag(self))
+    cls.__divmod__ = lambda self, other: (_jnp().floor_divide(self, other),
+                                          _jnp().remainder(self, other))
+    cls.__rdivmod__ = lambda self, other: (_jnp().floor_divide(other, self),
+                                           _jnp().remainder(other, self))

@@ -1,0 +1,301 @@
+"""minijax's array type: a thin wrapper around one jaxlib single-device buffer.
+
+``Array`` objects are made by the runtime only (``device_put``, executable
+results); arithmetic, indexing and methods like ``.sum`` are installed on the
+class later by ``minijax.numpy``.
+
+Example::
+
+    >>> from minijax.runtime import device_put
+    >>> device_put([1.0, 2.0])
+    Array([1., 2.], dtype=float32)
+    >>> device_put(1.0)
+    Array(1., dtype=float32, weak_type=True)
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from minijax.core.aval import ShapedArray
+from minijax.runtime import backend as _backend
+
+_DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
+
+
+class Array:
+    """An immutable array stored on one device.
+
+    Attributes:
+      aval: the array's ``ShapedArray`` (shape, dtype, weak_type).
+    """
+
+    __slots__ = ("_buf", "aval", "_npy", "_donated", "__weakref__")
+
+    __array_priority__ = 100
+    __hash__ = None  # type: ignore[assignment]  # arrays are mutable-looking like numpy's
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            "minijax.Array cannot be constructed directly; use minijax.numpy.asarray "
+            "or minijax.device_put")
+
+    @classmethod
+    def _from_buffer(cls, buf: Any, aval: ShapedArray) -> Array:
+        """Wrap a jaxlib single-device array whose type is ``aval`` (no checks)."""
+        return _wrap(buf, aval)
+
+    # ---- metadata (valid even after deletion) ----------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    # ---- device and lifetime ----------------------------------------------------
+
+    def _check_alive(self) -> None:
+        if self._buf.is_deleted():
+            raise RuntimeError(self._deleted_message())
+
+    def _deleted_message(self) -> str:
+        how = ("donated to a jit-compiled computation (its buffer was reused)"
+               if self._donated else "deleted")
+        return f"Array has been {how}, so it can no longer be used (it was {self.aval.str_short()})."
+
+    @property
+    def device(self) -> _backend.Device:
+        """The device holding this array."""
+        self._check_alive()
+        return self._buf._sharding._device
+
+    def devices(self) -> set[_backend.Device]:
+        """The set of devices holding this array (one device)."""
+        return {self.device}
+
+    @property
+    def sharding(self):
+        """The jaxlib single-device sharding of this array."""
+        return self._buf._sharding
+
+    def block_until_ready(self) -> Array:
+        """Wait until the value is computed; returns ``self``."""
+        self._check_alive()
+        self._buf.block_until_ready()
+        return self
+
+    def is_ready(self) -> bool:
+        """Whether the value has been computed."""
+        self._check_alive()
+        return self._buf.is_ready()
+
+    def delete(self) -> None:
+        """Free the device buffer now. Using the array afterwards raises RuntimeError."""
+        self._npy = None
+        self._buf.delete()
+
+    def is_deleted(self) -> bool:
+        """Whether the buffer was deleted (explicitly or by donation)."""
+        return self._buf.is_deleted()
+
+    def copy_to_host_async(self) -> None:
+        """Start copying the value to host memory (a later ``np.asarray`` is then fast)."""
+        self._check_alive()
+        if self._npy is not None or _host_addressable(self):
+            return
+        with _backend.no_jax_import():
+            self._buf._copy_single_device_array_to_host_async()
+
+    def unsafe_buffer_pointer(self) -> int:
+        """Address of the device buffer (for interop; the array must stay alive)."""
+        self._check_alive()
+        return self._buf.unsafe_buffer_pointer()
+
+    # ---- conversion to host values ---------------------------------------------
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = to_numpy(self)
+        if copy is None and dtype is None:
+            return value
+        if copy is False and dtype is not None and np.dtype(dtype) != value.dtype:
+            raise ValueError("Unable to avoid copy while converting a minijax Array "
+                             f"of dtype {value.dtype} to {np.dtype(dtype)}")
+        return np.array(value, dtype=dtype, copy=copy)
+
+    def __dlpack__(self, *, stream: int | None = None, max_version=None,
+                   dl_device=None, copy: bool | None = None):
+        from jaxlib import _jax
+        self._check_alive()
+        if copy:
+            raise BufferError("minijax.Array.__dlpack__ does not support copy=True")
+        return _jax.buffer_to_dlpack_managed_tensor(self._buf, stream=stream)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        dev = self.device
+        kind = _DLPACK_DEVICE_TYPES.get(dev.platform)
+        if kind is None:
+            raise BufferError(f"no DLPack device type for platform {dev.platform!r}")
+        return kind, dev.local_hardware_id if kind != 1 else 0
+
+    def item(self, *args) -> bool | int | float | complex:
+        """The value as a Python scalar (``args`` index into the flattened array)."""
+        return to_numpy(self).item(*args)
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists of Python scalars."""
+        return to_numpy(self).tolist()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return to_numpy(self).tobytes(order)
+
+    def _scalar(self, what: str) -> np.ndarray:
+        if self.aval.shape:
+            raise TypeError("Only scalar arrays can be converted to Python scalars; "
+                            f"got arr.ndim={self.ndim}")
+        return to_numpy(self)
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
+
+    def __index__(self) -> int:
+        if self.aval.shape or self.aval.dtype.kind not in "iu":
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
+        return operator.index(to_numpy(self)[()])
+
+    def __bool__(self) -> bool:
+        size = self.aval.size
+        if size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
+        if size > 1:
+            raise ValueError("The truth value of an array with more than one element "
+                             "is ambiguous. Use a.any() or a.all()")
+        return bool(to_numpy(self))
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        from minijax.runtime.transfer import _put_rows
+        return iter(_put_rows(self))
+
+    def __reduce__(self):
+        return (_rebuild, (np.array(to_numpy(self)), self.aval.weak_type))
+
+    # ---- printing ------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        if self._buf.is_deleted():
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
+        prefix = "Array("
+        if self.aval.weak_type:
+            dtype_str = f"dtype={self.dtype.name}, weak_type=True"
+        else:
+            dtype_str = f"dtype={self.dtype.name}"
+        line_width = np.get_printoptions()["linewidth"]
+        if self.aval.size == 0:
+            s = f"[], shape={self.shape}"
+        else:
+            s = np.array2string(to_numpy(self), prefix=prefix, suffix=",",
+                                separator=", ", max_line_width=line_width)
+        last_line_len = len(s) - s.rfind("\n") + 1
+        sep = " "
+        if last_line_len + len(dtype_str) + 2 > line_width:
+            sep = " " * len(prefix)
+        return f"{prefix}{s},{sep}{dtype_str})"
+
+    def __str__(self) -> str:
+        if self._buf.is_deleted():
+            return repr(self)
+        return str(to_numpy(self))
+
+    def __format__(self, format_spec: str) -> str:
+        value = to_numpy(self)
+        return format(value if self.ndim else value[()], format_spec)
+
+
+_new = object.__new__
+
+
+def _wrap(buf: Any, aval: ShapedArray) -> Array:
+    """Make an ``Array`` around ``buf`` without running ``__init__`` (hot path)."""
+    a = _new(Array)
+    a._buf = buf
+    a.aval = aval
+    a._npy = None
+    a._donated = False
+    return a
+
+
+def _host_addressable(arr: Array) -> bool:
+    return arr._buf._sharding._device.platform == "cpu"
+
+
+def to_numpy(arr: Array) -> np.ndarray:
+    """The value of ``arr`` as a read-only numpy array.
+
+    On CPU this is a zero-copy view of the device buffer through the buffer
+    protocol (~1 µs); otherwise the host copy is made once and cached on ``arr``.
+    """
+    npy = arr._npy
+    if npy is not None:
+        return npy
+    buf = arr._buf
+    if buf.is_deleted():
+        raise RuntimeError(arr._deleted_message())
+    try:
+        # CPU buffers export the Python buffer protocol: no copy, no jax import.
+        # (Not for bfloat16, and not for accelerator memory.) The view keeps the
+        # buffer's memory alive; it is not cached, so that donation stays possible.
+        return np.asarray(memoryview(buf))
+    except BufferError:
+        pass
+    with _backend.no_jax_import():
+        npy, did_copy = buf._single_device_array_to_np_array_did_copy()
+    if npy.dtype != arr.aval.dtype:  # defensive: jaxlib hands back its own dtype objects
+        npy = npy.view(arr.aval.dtype)
+    npy.flags.writeable = False
+    if did_copy:
+        arr._npy = npy
+    return npy
+
+
+def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
+    from minijax.runtime.transfer import put_numpy
+    return put_numpy(value, weak_type)

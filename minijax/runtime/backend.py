@@ -1,0 +1,364 @@
+"""XLA clients ("backends"), devices and shardings.
+
+One PJRT client is created lazily per platform: ``'cpu'`` always, ``'gpu'``
+when a CUDA PJRT plugin package (``jax-cuda12-pjrt`` / ``jax-cuda13-pjrt``)
+is installed and loads. Nothing here imports ``jax``.
+
+Example::
+
+    >>> from minijax.runtime import backend
+    >>> backend.default_backend()
+    'cpu'
+    >>> backend.devices()
+    [CpuDevice(id=0)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from collections.abc import Iterator
+
+from jaxlib import _jax, xla_client
+
+from minijax.config import config
+
+logger = logging.getLogger(__name__)
+
+Device = _jax.Device
+Client = _jax.Client
+
+# Platform aliases accepted in ``minijax_platforms`` and ``get_backend``.
+_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+
+
+# ---- jaxlib's x64 state -------------------------------------------------------
+#
+# Some jaxlib entry points read a process-wide "enable_x64" config object that
+# the host library must create and register. minijax passes ``enable_x64``
+# explicitly wherever jaxlib accepts it, so this object is only a fallback;
+# we register it only when jax is not loaded, so that we never replace jax's
+# own registration (jax re-registers its own if it is imported later).
+
+_x64_state = _jax.config.Config(
+    "minijax_enable_x64", bool(config.minijax_enable_x64),
+    include_in_jit_key=True, include_in_trace_context=True)
+if "jax" not in sys.modules:
+    _jax.jax_jit.set_enable_x64_state(_x64_state)
+
+
+def _on_x64_change(value: bool) -> None:
+    _x64_state.set_global(bool(value))
+
+
+config.on_change("minijax_enable_x64", _on_x64_change)
+
+
+# ---- SingleDeviceSharding members jaxlib's C++ expects ------------------------
+#
+# jaxlib's C++ ``SingleDeviceSharding`` calls back into a few Python-level
+# members that jax normally defines. We *add* them (never replace ``__init__``,
+# which crashes), and only where they are missing, so jax's own definitions win
+# when jax shares the process.
+
+def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
+    del num_dimensions
+    return xla_client.HloSharding.replicate()
+
+
+def _device_assignment(self) -> tuple:
+    return (self._device,)
+
+
+def _device_set(self) -> set:
+    return {self._device}
+
+
+_SHARDING_MEMBERS = {
+    "_to_xla_hlo_sharding": _to_xla_hlo_sharding,
+    "_device_assignment": property(_device_assignment),
+    "_addressable_device_assignment": property(_device_assignment),
+    "device_set": property(_device_set),
+    "is_fully_replicated": True,
+    "is_fully_addressable": True,
+    "num_devices": 1,
+}
+for _name, _member in _SHARDING_MEMBERS.items():
+    if not hasattr(_jax.SingleDeviceSharding, _name):
+        setattr(_jax.SingleDeviceSharding, _name, _member)
+
+_shardings: dict[Device, _jax.SingleDeviceSharding] = {}
+
+
+def sharding_for(device: Device) -> _jax.SingleDeviceSharding:
+    """The (cached) single-device sharding of ``device``."""
+    s = _shardings.get(device)
+    if s is None:
+        s = _shardings.setdefault(device, _jax.SingleDeviceSharding(device))
+    return s
+
+
+# ---- keeping jaxlib from importing jax -----------------------------------------
+#
+# A few jaxlib array methods (``_single_device_array_to_np_array_did_copy``,
+# ``_copy_single_device_array_to_host_async``) build a helper array from C++ and
+# try ``import jax.core`` / ``import jax._src.sharding_impls`` for its aval and
+# sharding. With jax installed that silently imports all of jax (~0.7 s); without
+# it each call pays a failed sys.path search. The C++ code tolerates the
+# ImportError, so while such a call runs we make jax imports fail immediately.
+
+class _BlockJaxImport:
+    """A ``sys.meta_path`` finder that refuses ``jax``/``jax.*`` in one thread."""
+
+    __slots__ = ("thread",)
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name, path=None, target=None):
+        if (name == "jax" or name.startswith("jax.")) and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"minijax: jax import blocked ({name})", name=name)
+        return None
+
+
+@contextlib.contextmanager
+def no_jax_import() -> Iterator[None]:
+    """Within the block, jaxlib's C++ cannot import jax (unless already imported)."""
+    if "jax" in sys.modules:
+        yield
+        return
+    finder = _BlockJaxImport()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+# ---- backends --------------------------------------------------------------------
+
+class Backend:
+    """A PJRT client together with its platform name and devices."""
+
+    __slots__ = ("client", "platform", "devices", "default_device", "num_cpu_devices")
+
+    def __init__(self, client: Client, platform: str, num_cpu_devices: int | None = None):
+        self.client = client
+        self.platform = platform
+        self.devices: list[Device] = list(client.local_devices())
+        self.default_device: Device = self.devices[0]
+        self.num_cpu_devices = num_cpu_devices
+
+    def __repr__(self) -> str:
+        return f"Backend(platform={self.platform!r}, devices={self.devices})"
+
+
+_lock = threading.RLock()
+_backends: dict[str, Backend] = {}
+_backend_errors: dict[str, str] = {}
+_default: Backend | None = None
+
+
+def _make_cpu() -> Backend:
+    n = config.minijax_num_cpu_devices
+    if n is not None and n < 1:
+        raise ValueError(f"minijax_num_cpu_devices must be >= 1, got {n}")
+    client = xla_client.make_cpu_client(asynchronous=True, num_devices=n)
+    return Backend(client, "cpu", n)
+
+
+def _find_cuda_plugin() -> str | None:
+    """Path of an installed CUDA PJRT plugin library, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("jax_plugins")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        for pkg in ("xla_cuda13", "xla_cuda12", "cuda"):
+            path = os.path.join(root, pkg, "xla_cuda_plugin.so")
+            if os.path.exists(path):
+                return path
+    return None
+
+
+_NVIDIA_LIBS = (
+    ("cuda_runtime", ("libcudart.so.12",)), ("cu13", ("libcudart.so.13",)),
+    ("cuda_nvrtc", ("libnvrtc.so.12",)), ("cu13", ("libnvrtc.so.13",)),
+    ("cublas", ("libcublas.so.12", "libcublasLt.so.12")),
+    ("cu13", ("libcublas.so.13", "libcublasLt.so.13")),
+    ("nccl", ("libnccl.so.2",)), ("cuda_cupti", ("libcupti.so.12",)),
+    ("cu13", ("libcupti.so.13",)), ("cusparse", ("libcusparse.so.12",)),
+    ("cusolver", ("libcusolver.so.11",)), ("cu13", ("libcusolver.so.12",)),
+    ("cufft", ("libcufft.so.11",)), ("cu13", ("libcufft.so.12",)),
+    ("nvshmem", ("libnvshmem_host.so.3",)), ("cudnn", ("libcudnn.so.9",)),
+)
+
+
+def _preload_nvidia_libraries() -> None:
+    # The pip CUDA wheels ship their libraries under nvidia/<pkg>/lib; the
+    # plugin finds them only if they are already loaded.
+    for pkg, libs in _NVIDIA_LIBS:
+        try:
+            spec = importlib.util.find_spec(f"nvidia.{pkg}")
+        except (ImportError, ValueError):
+            continue
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        for lib in libs:
+            path = os.path.join(list(spec.submodule_search_locations)[0], "lib", lib)
+            with contextlib.suppress(OSError):
+                ctypes.cdll.LoadLibrary(path)
+
+
+def _register_cuda_custom_calls(c_api) -> None:
+    for pkg in ("jax_cuda13_plugin", "jax_cuda12_plugin"):
+        try:
+            ext = importlib.import_module(f"{pkg}.cuda_plugin_extension")
+        except ImportError:
+            continue
+        for name, value in ext.ffi_types().items():
+            xla_client.register_custom_type(name, value, platform="CUDA")
+        for name, value in ext.ffi_handlers().items():
+            xla_client.register_custom_call_target(name, value, platform="CUDA", api_version=1)
+        return
+
+
+def _make_gpu() -> Backend:
+    path = _find_cuda_plugin()
+    if path is None:
+        raise RuntimeError("no CUDA PJRT plugin installed (pip install jax-cuda12-pjrt)")
+    _preload_nvidia_libraries()
+    if not xla_client.pjrt_plugin_loaded("cuda"):
+        c_api = xla_client.load_pjrt_plugin_dynamically("cuda", path)
+        with contextlib.suppress(Exception):
+            _register_cuda_custom_calls(c_api)
+    options = xla_client.generate_pjrt_gpu_plugin_options()
+    client = xla_client.make_c_api_client("cuda", options)
+    if not client.local_devices():
+        raise RuntimeError("the CUDA plugin found no GPU")
+    return Backend(client, "gpu")
+
+
+_FACTORIES = {"cpu": _make_cpu, "gpu": _make_gpu}
+
+
+def _canonical_platform(name: str) -> str:
+    p = _ALIASES.get(name.strip().lower())
+    if p is None:
+        raise ValueError(f"unknown platform {name!r}; known: {sorted(_ALIASES)}")
+    return p
+
+
+def _create(platform: str) -> Backend:
+    with _lock:
+        b = _backends.get(platform)
+        if b is None:
+            if platform in _backend_errors:
+                raise RuntimeError(
+                    f"Unable to initialize backend {platform!r}: {_backend_errors[platform]}")
+            try:
+                b = _FACTORIES[platform]()
+            except Exception as e:  # noqa: BLE001 - reported to the caller
+                _backend_errors[platform] = f"{type(e).__name__}: {e}"
+                raise RuntimeError(
+                    f"Unable to initialize backend {platform!r}: {_backend_errors[platform]}"
+                ) from e
+            _backends[platform] = b
+        return b
+
+
+def _choose_default() -> Backend:
+    requested = config.minijax_platforms
+    if requested:
+        names = [_canonical_platform(p) for p in requested.split(",") if p.strip()]
+        errors = []
+        for p in names:
+            try:
+                return _create(p)
+            except RuntimeError as e:
+                errors.append(str(e))
+        raise RuntimeError(
+            f"none of the platforms in minijax_platforms={requested!r} could be "
+            f"initialized: {'; '.join(errors)}")
+    if _find_cuda_plugin() is not None:
+        try:
+            return _create("gpu")
+        except RuntimeError as e:
+            logger.warning("CUDA plugin found but unusable, falling back to CPU: %s", e)
+    return _create("cpu")
+
+
+def get_backend(platform: str | Backend | None = None) -> Backend:
+    """The backend for ``platform`` ('cpu', 'gpu'/'cuda'), or the default one."""
+    global _default
+    if platform is None:
+        b = _default
+        if b is None:
+            with _lock:
+                if _default is None:
+                    _default = _choose_default()
+                b = _default
+        return b
+    if isinstance(platform, Backend):
+        return platform
+    return _backends.get(platform) or _create(_canonical_platform(platform))
+
+
+def default_backend() -> str:
+    """The platform name of the default backend: 'cpu' or 'gpu'."""
+    return get_backend().platform
+
+
+def devices(backend: str | Backend | None = None) -> list[Device]:
+    """The devices of ``backend`` (default backend if None)."""
+    return list(get_backend(backend).devices)
+
+
+def local_devices(backend: str | Backend | None = None) -> list[Device]:
+    """The devices addressable from this process (all of them: single process)."""
+    return list(get_backend(backend).client.local_devices())
+
+
+def device_count(backend: str | Backend | None = None) -> int:
+    """Number of devices of ``backend`` (default backend if None)."""
+    return len(get_backend(backend).devices)
+
+
+def default_device() -> Device:
+    """The first device of the default backend."""
+    return get_backend().default_device
+
+
+def backend_of(device: Device) -> Backend:
+    """The backend that owns ``device``."""
+    client = device.client
+    for b in _backends.values():
+        if b.client == client:
+            return b
+    raise ValueError(f"{device} does not belong to any minijax backend")
+
+
+def _on_num_cpu_devices_change(value) -> None:
+    b = _backends.get("cpu")
+    if b is not None and value != b.num_cpu_devices and value != len(b.devices):
+        raise RuntimeError(
+            "minijax_num_cpu_devices must be set before the CPU backend is first used; "
+            f"the CPU client already exists with {len(b.devices)} device(s) "
+            f"(requested {value}).")
+
+
+def _on_platforms_change(value) -> None:
+    global _default
+    with _lock:
+        _default = None
+
+
+config.on_change("minijax_num_cpu_devices", _on_num_cpu_devices_change)
+config.on_change("minijax_platforms", _on_platforms_change)

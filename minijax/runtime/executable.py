@@ -1,0 +1,194 @@
+"""Compiling StableHLO modules and running the resulting executables.
+
+Example::
+
+    >>> import numpy as np
+    >>> from minijax.runtime import compile, device_put
+    >>> exe = compile(ADD_MODULE_TEXT)           # out_avals read from the HLO
+    >>> x = device_put(np.ones(3, np.float32))
+    >>> exe.execute([x._buf, x._buf])
+    [Array([2., 2., 2.], dtype=float32)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from jaxlib import _jax, xla_client
+
+from minijax.core.aval import ShapedArray
+from minijax.runtime import backend as _backend
+from minijax.runtime.array import Array, _wrap
+
+__all__ = ["Executable", "MemoryAnalysis", "compile", "deserialize"]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryAnalysis:
+    """Memory use of a compiled executable, in bytes (from XLA's buffer assignment)."""
+
+    argument_size_in_bytes: int
+    output_size_in_bytes: int
+    alias_size_in_bytes: int
+    temp_size_in_bytes: int
+    generated_code_size_in_bytes: int
+    peak_memory_in_bytes: int = 0
+    host_argument_size_in_bytes: int = 0
+    host_output_size_in_bytes: int = 0
+    host_alias_size_in_bytes: int = 0
+    host_temp_size_in_bytes: int = 0
+    host_generated_code_size_in_bytes: int = 0
+
+    @classmethod
+    def _from_stats(cls, stats: Any) -> MemoryAnalysis:
+        return cls(**{f.name: int(getattr(stats, f.name, 0) or 0)
+                      for f in dataclasses.fields(cls)})
+
+
+class Executable:
+    """A loaded XLA executable for one device, with precomputed result handlers.
+
+    Args:
+      loaded: jaxlib's ``LoadedExecutable``.
+      out_avals: the type of each output.
+      backend: the backend it was compiled for.
+      donated: indices of the arguments whose buffers the executable may reuse.
+    """
+
+    __slots__ = ("loaded", "out_avals", "backend", "donated", "_handlers", "_exec",
+                 "_single", "__weakref__")
+
+    def __init__(self, loaded: _jax.LoadedExecutable, out_avals: Sequence[ShapedArray],
+                 backend: _backend.Backend, donated: Sequence[int] = ()):
+        self.loaded = loaded
+        self.out_avals = list(out_avals)
+        self.backend = backend
+        self.donated = tuple(donated)
+        devices = loaded.local_devices()
+        if len(devices) != 1:
+            raise NotImplementedError(
+                f"minijax runs single-device executables only; got {len(devices)} devices")
+        sharding = _backend.sharding_for(devices[0])
+        self._handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+                          for a in self.out_avals]
+        self._exec = loaded.execute_sharded
+        self._single = self.out_avals[0] if len(self.out_avals) == 1 else None
+
+    @property
+    def device(self) -> _backend.Device:
+        return self.loaded.local_devices()[0]
+
+    def execute(self, bufs: list) -> list[Array]:
+        """Run on jaxlib buffers (``Array._buf``); returns the outputs as ``Array``s."""
+        outs = self._exec(bufs).consume_with_handlers(self._handlers)
+        single = self._single
+        if single is not None:
+            return [_wrap(outs[0], single)]
+        return [_wrap(b, a) for b, a in zip(outs, self.out_avals)]
+
+    def __call__(self, *args: Array) -> list[Array]:
+        """Run on ``Array`` arguments (checks they are alive, marks donated ones)."""
+        bufs = []
+        for a in args:
+            if a._buf.is_deleted():
+                raise RuntimeError(a._deleted_message())
+            bufs.append(a._buf)
+        outs = self.execute(bufs)
+        for i in self.donated:
+            if args[i]._buf.is_deleted():
+                args[i]._donated = True
+                args[i]._npy = None
+        return outs
+
+    # ---- inspection ----------------------------------------------------------------
+
+    def hlo_text(self) -> str:
+        """The optimized HLO module, as text."""
+        return self.loaded.hlo_modules()[0].to_string()
+
+    def cost_analysis(self) -> dict[str, float]:
+        """XLA's cost estimates (``'flops'``, ``'bytes accessed'``, ...)."""
+        return dict(self.loaded.cost_analysis())
+
+    def memory_analysis(self) -> MemoryAnalysis:
+        """Sizes of arguments, outputs, aliases, temporaries and generated code."""
+        return MemoryAnalysis._from_stats(self.loaded.get_compiled_memory_stats())
+
+    def serialize(self) -> bytes:
+        """The executable as bytes; see ``deserialize``."""
+        return self.loaded.serialize()
+
+    def __repr__(self) -> str:
+        outs = ", ".join(a.str_short() for a in self.out_avals)
+        return f"Executable(({outs}) on {self.device})"
+
+
+def _default_device(backend: _backend.Backend, device) -> Any:
+    return backend.default_device if device is None else device
+
+
+def compile(module: str | bytes, backend: _backend.Backend | str | None = None, *,
+            compile_options: xla_client.CompileOptions | None = None,
+            out_avals: Sequence[ShapedArray] | None = None,
+            device: _backend.Device | None = None,
+            donated: Sequence[int] = ()) -> Executable:
+    """Compile a StableHLO module (MLIR text or bytecode) for one device.
+
+    ``out_avals`` gives the outputs' types (with weak types); when omitted they
+    are read from the compiled module's entry signature (``weak_type=False``).
+    """
+    backend = _backend.get_backend(backend)
+    device = _default_device(backend, device)
+    if compile_options is None:
+        compile_options = xla_client.CompileOptions()
+    if isinstance(module, bytearray | memoryview):
+        module = bytes(module)
+    loaded = backend.client.compile_and_load(module, _jax.DeviceList((device,)),
+                                             compile_options)
+    if out_avals is None:
+        out_avals = _out_avals_from_hlo(loaded)
+    return Executable(loaded, out_avals, backend, donated)
+
+
+def deserialize(data: bytes, out_avals: Sequence[ShapedArray],
+                backend: _backend.Backend | str | None = None, *,
+                device: _backend.Device | None = None,
+                donated: Sequence[int] = ()) -> Executable:
+    """Load an executable produced by ``Executable.serialize``."""
+    backend = _backend.get_backend(backend)
+    device = _default_device(backend, device)
+    loaded = backend.client.deserialize_executable(data, _jax.DeviceList((device,)))
+    return Executable(loaded, out_avals, backend, donated)
+
+
+# ---- reading output types from optimized HLO ---------------------------------------------
+
+_HLO_DTYPES = {
+    "pred": np.bool_, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32, "f64": np.float64,
+    "c64": np.complex64, "c128": np.complex128,
+}
+_HLO_ARRAY = re.compile(r"\b(pred|[sufc]\d+|bf16)\[([\d,]*)\]")
+
+
+def _out_avals_from_hlo(loaded: _jax.LoadedExecutable) -> list[ShapedArray]:
+    text = loaded.hlo_modules()[0].to_string()
+    header = text.split("\n", 1)[0]
+    m = re.search(r"entry_computation_layout=\{\((.*)\)->(.*)\}", header)
+    if m is None:
+        raise ValueError("cannot read the output types from the compiled module; "
+                         "pass out_avals")
+    result = m.group(2)
+    avals = []
+    for dt, dims in _HLO_ARRAY.findall(result):
+        if dt not in _HLO_DTYPES:
+            raise ValueError(f"unsupported HLO element type {dt}; pass out_avals")
+        shape = tuple(int(d) for d in dims.split(",") if d)
+        avals.append(ShapedArray(shape, _HLO_DTYPES[dt]))
+    return avals

@@ -1,0 +1,194 @@
+"""Moving values between host and devices.
+
+Example::
+
+    >>> import numpy as np
+    >>> from minijax.runtime import device_put, to_numpy
+    >>> x = device_put(np.arange(3.0))      # float64 -> float32 unless x64 is on
+    >>> x
+    Array([0., 1., 2.], dtype=float32)
+    >>> to_numpy(x)
+    array([0., 1., 2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax
+
+from minijax.config import config
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.runtime import backend as _backend
+from minijax.runtime.array import Array, _wrap, to_numpy
+
+__all__ = ["device_put", "put_numpy", "to_numpy", "block_until_ready"]
+
+_batched_device_put = _jax.batched_device_put
+_ZERO_COPY = _jax.HostBufferSemantics.ZERO_COPY
+_COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+_sharding_for = _backend.sharding_for
+_shardings = _backend._shardings
+
+# (dtype, x64) -> canonical dtype; (shape, dtype, weak) -> ShapedArray
+_canon_cache: dict[tuple[np.dtype, bool], np.dtype] = {}
+_aval_cache: dict[tuple, ShapedArray] = {}
+
+
+def _canonical(dt: np.dtype, x64: bool) -> np.dtype:
+    try:
+        return _canon_cache[dt, x64]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable oddities
+        return dtypes.canonicalize(dt)
+    out = _canon_cache[dt, x64] = dtypes.canonicalize(dt)
+    return out
+
+
+def _aval(shape: tuple, dt: np.dtype, weak: bool) -> ShapedArray:
+    key = (shape, dt, weak)
+    a = _aval_cache.get(key)
+    if a is None:
+        if len(_aval_cache) > 4096:
+            _aval_cache.clear()
+        a = _aval_cache[key] = ShapedArray(shape, dt, weak)
+    return a
+
+
+def _target(device) -> tuple[Any, Any]:
+    if device is None:
+        device = _backend.get_backend().default_device
+    s = _shardings.get(device)
+    if s is None:
+        if not isinstance(device, _backend.Device):
+            raise TypeError(f"device_put: expected a device, got {device!r}")
+        s = _sharding_for(device)
+    return device, s
+
+
+def put_numpy(x: np.ndarray, weak_type: bool = False, device=None, *,
+              owned: bool = False) -> Array:
+    """Copy the numpy array ``x`` to ``device`` (default device if None).
+
+    The dtype is canonicalized (64-bit types narrow to 32 bits unless x64 is
+    on). ``owned=True`` says nobody else holds ``x``, so the device buffer may
+    alias its memory instead of copying it.
+    """
+    x64 = config.enable_x64
+    dt = x.dtype
+    cdt = _canonical(dt, x64)
+    if cdt is not dt and cdt != dt:
+        x = x.astype(cdt)
+        owned = True
+    if dt.kind == "V" and dt == dtypes.float0:
+        x = np.zeros(x.shape, np.bool_)
+        cdt, owned = x.dtype, True
+    aval = _aval(x.shape, cdt, weak_type)
+    committed = device is not None
+    device, s = _target(device)
+    buf = _batched_device_put(aval, s, [x], [device], committed, False,
+                              _ZERO_COPY if owned else _COPY, x64)
+    return _wrap(buf, aval)
+
+
+def _put_python_scalar(x: bool | int | float | complex, device) -> Array:
+    dt = dtypes.python_scalar_dtype(x)
+    if dt.kind in "iu" and not isinstance(x, bool):
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(
+                f"Python int {x} too large to convert to {dt.name}"
+                + ("" if config.enable_x64 else
+                   " (enable 64-bit mode with minijax_enable_x64 for int64)"))
+    # A bool is strongly typed; int/float/complex scalars are weakly typed.
+    return put_numpy(np.array(x, dtype=dt), not isinstance(x, bool), device, owned=True)
+
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def device_put(x: Any, device: _backend.Device | None = None) -> Array:
+    """Put ``x`` on ``device`` (the default device if None) as a minijax ``Array``.
+
+    Accepts numpy arrays and scalars, Python scalars (``int``/``float``/``complex``
+    become weakly typed), nested lists/tuples of numbers, objects with
+    ``__array__``, and ``Array`` (returned as is when already on ``device``,
+    else copied).
+    """
+    t = type(x)
+    if t is Array:
+        if device is None:
+            x._check_alive()
+            return x
+        return _copy_array(x, device)
+    if t is np.ndarray:
+        return put_numpy(x, False, device)
+    if t in _PY_SCALARS:
+        return _put_python_scalar(x, device)
+    if isinstance(x, np.generic):
+        return put_numpy(np.asarray(x), False, device, owned=True)
+    if isinstance(x, _PY_SCALARS):  # subclasses such as IntEnum
+        base = next(b for b in _PY_SCALARS if isinstance(x, b))
+        return _put_python_scalar(base(x), device)
+    if isinstance(x, np.ndarray):
+        return put_numpy(np.asarray(x), False, device)
+    if isinstance(x, (list, tuple)):
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"device_put: cannot convert a {t.__name__} of mixed or "
+                            f"non-numeric values to an array: {x!r}")
+        return put_numpy(arr, False, device, owned=True)
+    if hasattr(x, "__array__"):
+        return put_numpy(np.asarray(x), False, device)
+    raise TypeError(f"device_put: a value of type {t.__name__} is not a valid minijax "
+                    f"array value: {x!r}")
+
+
+def _copy_array(x: Array, device) -> Array:
+    device, s = _target(device)
+    buf = x._buf
+    if buf.is_deleted():
+        raise RuntimeError(x._deleted_message())
+    if buf._sharding._device == device:
+        return x
+    try:
+        out = _batched_device_put(x.aval, s, [buf], [device], True, True, _COPY,
+                                  config.enable_x64)
+    except Exception:  # noqa: BLE001 - e.g. across clients: go through the host
+        return put_numpy(np.array(to_numpy(x)), x.aval.weak_type, device, owned=True)
+    return _wrap(out, x.aval)
+
+
+def _put_rows(x: Array) -> list[Array]:
+    """The rows of ``x`` (along axis 0) as Arrays on the same device."""
+    host = to_numpy(x)
+    aval = x.aval
+    row = _aval(aval.shape[1:], aval.dtype, aval.weak_type)
+    device = x._buf._sharding._device
+    s = _sharding_for(device)
+    x64 = config.enable_x64
+    return [_wrap(_batched_device_put(row, s, [host[i]], [device], True, False, _COPY, x64), row)
+            for i in range(aval.shape[0])]
+
+
+_flatten = _jax.pytree.default_registry().flatten
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait for every ``Array`` in the pytree ``x``; returns ``x``."""
+    if type(x) is Array:
+        return x.block_until_ready()
+    leaves, _ = _flatten(x)
+    bufs = []
+    for leaf in leaves:
+        if type(leaf) is Array:
+            leaf._check_alive()
+            bufs.append(leaf._buf)
+        elif hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    if bufs:
+        _jax.batched_block_until_ready(bufs)
+    return x

@@ -1,0 +1,81 @@
+"""Shared pieces of the stages: argument abstraction, names, compile helpers."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray, ShapeDtypeStruct
+from minijax.core.trace import Tracer, get_aval
+from minijax.runtime.array import Array
+from minijax.tree_util import keystr
+
+
+def abstractify(x, allow_shape_dtype: bool = False) -> ShapedArray:
+    """The aval of an argument; with ``allow_shape_dtype`` any object with shape and dtype."""
+    if type(x) is Array:
+        return x.aval
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, ShapeDtypeStruct) or (allow_shape_dtype and hasattr(x, "shape")
+                                           and hasattr(x, "dtype")
+                                           and not isinstance(x, (np.ndarray, np.generic))):
+        return ShapedArray(tuple(x.shape), dtypes.canonicalize(x.dtype),
+                           getattr(x, "weak_type", False))
+    try:
+        return get_aval(x)
+    except TypeError:
+        raise TypeError(
+            f"Argument {x!r} of type {type(x).__name__} is not a valid minijax type: "
+            "pass arrays, Python or NumPy scalars, or pytrees of them (mark other values "
+            "static with static_argnums)") from None
+
+
+def arg_names_from_paths(fun, paths: Sequence[tuple], n_positional_static: int = 0) -> list[str]:
+    """Names like ``x``, ``params[0]['w']`` for flattened ``(args, kwargs)`` leaves."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for path in paths:
+        if not path:
+            names.append("args")
+            continue
+        top = path[0]
+        rest = path[1:]
+        if getattr(top, "idx", None) == 0 and rest:  # positional: (args, kwargs)[0][i]
+            i = rest[0].idx
+            base = params[i] if i < len(params) else f"args[{i}]"
+            names.append(base + keystr(rest[1:]))
+        elif getattr(top, "idx", None) == 1 and rest:  # kwargs dict
+            names.append(str(rest[0].key) + keystr(rest[1:]))
+        else:
+            names.append(keystr(path))
+    return names
+
+
+def result_names(paths: Sequence[tuple]) -> list[str]:
+    return ["result" + keystr(p) for p in paths]
+
+
+def fun_name(fun) -> str:
+    name = getattr(fun, "__name__", None) or type(fun).__name__
+    return name if name != "<lambda>" else "<lambda>"
+
+
+def module_name(name: str) -> str:
+    safe = "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
+    return f"jit_{safe}"
+
+
+def short_types(avals: Sequence[ShapedArray]) -> str:
+    return ", ".join(a.str_short() for a in avals)
+
+
+def is_tracer(x: Any) -> bool:
+    return isinstance(x, Tracer)

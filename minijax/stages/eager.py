@@ -1,0 +1,45 @@
+"""Eager execution of one primitive: a cached one-equation executable per signature."""
+
+from __future__ import annotations
+
+from minijax.config import config
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from minijax.core.trace import EAGER_IMPL, user_source
+from minijax.stages.common import abstractify
+from minijax.stages.jit import compile_module, to_buffers
+from minijax.lowering.lower import lower_module
+
+_cache: dict = {}
+
+
+def _build(prim, avals, params):
+    invars = [Var(a) for a in avals]
+    try:
+        out_avals = prim.abstract_eval(*avals, **params)
+    except TypeError as e:
+        src = user_source(4)
+        raise type(e)(f"{e}\n  (in {prim.name}, at {src})" if src else str(e)) from None
+    out_list = list(out_avals) if prim.multiple_results else [out_avals]
+    outvars = [Var(a) for a in out_list]
+    eqn = JaxprEqn(prim, invars, outvars, params)
+    closed = ClosedJaxpr(Jaxpr([], invars, outvars, [eqn]), [])
+    text = lower_module(closed, module_name=f"jit_{prim.name}", name_prefix=f"jit({prim.name})")
+    return compile_module(text, out_list)
+
+
+def apply_primitive(prim, args, params):
+    avals = tuple(abstractify(x) for x in args)
+    try:
+        key = (prim, avals, tuple(params.items()), config.trace_key)
+        exe = _cache.get(key)
+    except TypeError:  # unhashable params: compile without caching
+        key, exe = None, None
+    if exe is None:
+        exe = _build(prim, avals, params)
+        if key is not None:
+            _cache[key] = exe
+    outs = exe.execute(to_buffers(args))
+    return outs if prim.multiple_results else outs[0]
+
+
+EAGER_IMPL[0] = apply_primitive

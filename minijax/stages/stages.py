@@ -1,0 +1,198 @@
+"""The AOT stages: ``Traced`` -> ``Lowered`` -> ``Compiled`` (mirrors ``jax.stages``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minijax.core.aval import ShapeDtypeStruct
+from minijax.core.trace import Tracer
+from minijax.lowering import mlir
+from minijax.runtime.backend import get_backend
+from minijax.stages.common import abstractify
+from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path
+
+
+class ArgInfo:
+    """Shape, dtype and donation of one argument of a lowered/compiled function."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "donated", "_aval")
+
+    def __init__(self, aval, donated: bool):
+        self._aval = aval
+        self.shape = aval.shape
+        self.dtype = aval.dtype
+        self.weak_type = aval.weak_type
+        self.donated = donated
+
+    def __repr__(self) -> str:
+        return f"ArgInfo(shape={self.shape}, dtype={self.dtype.name}, donated={self.donated})"
+
+
+def _args_info(entry):
+    return entry.in_tree.unflatten(ArgInfo(a, d) for a, d in zip(entry.in_avals, entry.donated))
+
+
+def _out_info(entry):
+    return entry.out_tree.unflatten(
+        ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+        for a in entry.closed.out_avals)
+
+
+class Traced:
+    """A function traced for specific argument types: has ``jaxpr`` and ``lower()``."""
+
+    def __init__(self, wrapped, entry):
+        self._wrapped = wrapped
+        self._entry = entry
+
+    @property
+    def jaxpr(self):
+        return self._entry.closed
+
+    @property
+    def fun_name(self) -> str:
+        return self._entry.name
+
+    @property
+    def args_info(self):
+        return _args_info(self._entry)
+
+    @property
+    def out_info(self):
+        return _out_info(self._entry)
+
+    @property
+    def in_tree(self):
+        return self._entry.in_tree
+
+    @property
+    def out_tree(self):
+        return self._entry.out_tree
+
+    def lower(self) -> "Lowered":
+        if self._entry.hoisted:
+            raise ValueError(f"cannot lower {self._entry.name}: it closes over traced values of "
+                             "an enclosing transformation")
+        return Lowered(self._wrapped, self._entry, self._wrapped._lower_text(self._entry))
+
+
+class Lowered:
+    """A function lowered to StableHLO, ready to compile."""
+
+    def __init__(self, wrapped, entry, text: str):
+        self._wrapped = wrapped
+        self._entry = entry
+        self._text = text  # StableHLO in generic form, with locations
+        self._module = None
+
+    @property
+    def in_tree(self):
+        return self._entry.in_tree
+
+    @property
+    def out_tree(self):
+        return self._entry.out_tree
+
+    @property
+    def args_info(self):
+        return _args_info(self._entry)
+
+    @property
+    def out_info(self):
+        return _out_info(self._entry)
+
+    def _ir(self):
+        if self._module is None:
+            self._module = mlir.parse(self._text)
+        return self._module
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """StableHLO (default) or HLO text of the lowered module."""
+        if dialect in (None, "stablehlo", "mhlo"):
+            return mlir.to_text(self._ir(), debug_info=debug_info)
+        if dialect == "hlo":
+            return self.compiler_ir("hlo").as_hlo_text()
+        raise ValueError(f"unknown dialect {dialect!r}; use 'stablehlo' or 'hlo'")
+
+    def compiler_ir(self, dialect: str | None = None):
+        """An ``ir.Module`` ('stablehlo') or an ``XlaComputation`` ('hlo')."""
+        if dialect in (None, "stablehlo", "mhlo"):
+            return self._ir()
+        if dialect == "hlo":
+            return mlir.to_xla_computation(mlir.to_text(self._ir(), debug_info=True))
+        raise ValueError(f"unknown dialect {dialect!r}; use 'stablehlo' or 'hlo'")
+
+    def cost_analysis(self) -> dict:
+        return mlir.cost_analysis(self._text, get_backend().client)
+
+    def compile(self, compiler_options: dict | None = None) -> "Compiled":
+        from minijax.stages.jit import compile_module
+        opts = compiler_options if compiler_options is not None else \
+            self._wrapped._compiler_options
+        exe = compile_module(self._text, self._entry.closed.out_avals, opts)
+        return Compiled(self._entry, exe)
+
+
+class Compiled:
+    """A compiled executable specialized to argument types; call it like the function."""
+
+    def __init__(self, entry, exe):
+        self._entry = entry
+        self._exe = exe
+        self._paths = None
+
+    @property
+    def in_tree(self):
+        return self._entry.in_tree
+
+    @property
+    def out_tree(self):
+        return self._entry.out_tree
+
+    @property
+    def args_info(self):
+        return _args_info(self._entry)
+
+    @property
+    def out_info(self):
+        return _out_info(self._entry)
+
+    def as_text(self) -> str:
+        """The optimized HLO XLA compiled."""
+        return self._exe.hlo_text()
+
+    def cost_analysis(self) -> dict:
+        return self._exe.cost_analysis()
+
+    def memory_analysis(self):
+        return self._exe.memory_analysis()
+
+    def runtime_executable(self):
+        return self._exe.loaded
+
+    def __call__(self, *args, **kwargs) -> Any:
+        entry = self._entry
+        leaves, tree = tree_flatten((args, kwargs))
+        if tree != entry.in_tree:
+            raise TypeError(
+                f"function compiled for {entry.in_tree} called with {tree}: the argument tree "
+                f"structure differs from the one used to lower it")
+        for i, (x, expected) in enumerate(zip(leaves, entry.in_avals)):
+            if isinstance(x, Tracer):
+                raise TypeError("a Compiled function cannot be called with traced values; "
+                                "call the jit-wrapped function instead")
+            got = abstractify(x)
+            if got.shape != expected.shape or got.dtype != expected.dtype:
+                raise TypeError(
+                    f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
+                    f"{expected.str_short()} but called with {got.str_short()}")
+        from minijax.stages.jit import to_buffers
+        return entry.out_tree.unflatten(self._exe.execute(to_buffers(leaves)))
+
+    def _arg_name(self, i: int) -> str:
+        names = self._entry.arg_names
+        return repr(names[i]) if names and i < len(names) else f"at leaf {i}"
+
+
+def flat_paths(tree) -> list[str]:
+    return [keystr(p) for p, _ in tree_flatten_with_path(tree)[0]]
