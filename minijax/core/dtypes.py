@@ -42,8 +42,24 @@ def x64_enabled() -> bool:
     return config.enable_x64
 
 
+_canon_cache: dict = {}
+
+
 def canonicalize(dtype) -> np.dtype:
     """The dtype minijax actually uses for ``dtype`` under the current x64 flag."""
+    try:
+        return _canon_cache[(dtype, config.enable_x64)]
+    except (KeyError, TypeError):
+        pass
+    out = _canonicalize(dtype)
+    try:
+        _canon_cache[(dtype, config.enable_x64)] = out
+    except TypeError:
+        pass
+    return out
+
+
+def _canonicalize(dtype) -> np.dtype:
     dt = np.dtype(dtype)
     if dt not in SUPPORTED and dt != float0:
         raise TypeError(f"minijax does not support dtype {dt}")
@@ -167,28 +183,32 @@ def _lub(nodes: tuple):
     raise TypeError(f"no common dtype for {nodes}")  # unreachable for this lattice
 
 
+_result_cache: dict = {}
+
+
 def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     """Promote ``(dtype, weak_type)`` pairs; returns the ``(dtype, weak_type)`` result."""
+    key = (typed, config.enable_x64)
+    out = _result_cache.get(key)
+    if out is None:
+        out = _result_cache[key] = _result_type(typed)
+    return out
+
+
+def _result_type(typed) -> tuple[np.dtype, bool]:
     nodes = tuple(_node(dt, weak) for dt, weak in typed)
     if len(set(nodes)) == 1:
         n = nodes[0]
     else:
         n = _lub(nodes)
+    # A weak result takes the default dtype of its kind.
     if n == _I:
-        return canonicalize(_weak_dtype(typed, "iu", default_int())), True
+        return default_int(), True
     if n == _F:
-        return canonicalize(_weak_dtype(typed, "f", default_float())), True
+        return default_float(), True
     if n == _C:
-        return canonicalize(_weak_dtype(typed, "c", default_complex())), True
+        return default_complex(), True
     return canonicalize(n), False
-
-
-def _weak_dtype(typed, kinds: str, default: np.dtype) -> np.dtype:
-    # A weak result keeps the (widest) dtype of the weak inputs of that kind.
-    for dt, weak in typed:
-        if weak and np.dtype(dt).kind in kinds:
-            return default
-    return default
 
 
 def python_scalar_dtype(x) -> np.dtype:

@@ -198,14 +198,25 @@ def pp_literal(lit: Literal) -> str:
     return f"{s}:{lit.aval.str_short()}"
 
 
+class FreshNames:
+    """Wrap a jaxpr param so it prints with its own variable names (as jax's ``jit``)."""
+
+    __slots__ = ("jaxpr",)
+
+    def __init__(self, jaxpr):
+        self.jaxpr = jaxpr
+
+
 def _is_jaxpr_param(v) -> bool:
-    if isinstance(v, (Jaxpr, ClosedJaxpr)):
+    if isinstance(v, (Jaxpr, ClosedJaxpr, FreshNames)):
         return True
     return isinstance(v, (tuple, list)) and bool(v) and all(
         isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v)
 
 
 def _pp_param(v, names: _Names, indent: int) -> str:
+    if isinstance(v, FreshNames):
+        return _pp_param(v.jaxpr, _Names(), indent)
     if isinstance(v, ClosedJaxpr):
         v = v.jaxpr
     if isinstance(v, Jaxpr):
@@ -224,9 +235,12 @@ def _pp_param(v, names: _Names, indent: int) -> str:
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
     lhs = " ".join(names.binder(v) for v in eqn.outvars)
     params = eqn.params
+    shown = getattr(eqn.primitive, "pp_params", None)
+    if shown is not None:
+        params = shown(params)
     pstr = ""
     if params:
-        items = sorted(params.items())
+        items = list(params.items())
         if any(_is_jaxpr_param(v) for _, v in items):
             pad = " " * (indent + 2)
             body = "".join(f"\n{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in items)
@@ -244,7 +258,7 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
     ins = " ".join(names.binder(v) for v in jaxpr.invars)
     head = f"{{ lambda {consts}; {ins}. let" if consts else f"{{ lambda ; {ins}. let"
     eqn_strs = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-    outs = " ".join(names(v) for v in jaxpr.outvars)
+    outs = ", ".join(names(v) for v in jaxpr.outvars)
     tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
     one_line = f"{head} {'; '.join(eqn_strs)} {tail}"
     if indent + len(one_line) <= 80 and not any("\n" in s for s in eqn_strs):

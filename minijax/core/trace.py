@@ -135,6 +135,8 @@ class Primitive:
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
         self.rules: dict[str, Callable] = {}
+        # Optional: params -> the params shown when a jaxpr is printed.
+        self.pp_params: Callable[[dict], dict] | None = None
 
     def __repr__(self) -> str:
         return self.name

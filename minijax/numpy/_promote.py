@@ -94,10 +94,17 @@ def broadcast_arrays(*args):
 
 def promote_args(fname: str, *args):
     """Dtype promotion then broadcasting, for elementwise functions."""
+    if len(args) == 1 and hasattr(args[0], "aval"):
+        return [args[0]]
     return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)))
 
 
 def promote_args_inexact(fname: str, *args):
+    if len(args) == 1:
+        x = args[0]
+        aval = getattr(x, "aval", None)
+        if aval is not None and dtypes.is_inexact(aval.dtype):
+            return [x]
     return broadcast_arrays(*promote_dtypes_inexact(*_check_args(fname, args)))
 
 

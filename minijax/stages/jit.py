@@ -275,6 +275,10 @@ class Wrapped:
             ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
             for a in entry.closed.out_avals)
 
+    def _cache_size(self) -> int:
+        """How many argument signatures have been traced and cached."""
+        return len(self._cache)
+
     def clear_cache(self) -> None:
         self._cache.clear()
         self._keys_seen.clear()

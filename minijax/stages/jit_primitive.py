@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 
-from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.jaxpr import ClosedJaxpr, FreshNames
 from minijax.core.trace import Primitive
 from minijax.lax._util import type_error
 
@@ -23,6 +23,10 @@ def _jit_abstract(*avals, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inli
         raise type_error("jit", f"arguments do not match the jaxpr of {name} "
                          f"(expected {', '.join(e.str_short() for e in expected)})", *avals)
     return jaxpr.out_avals
+
+
+# Printed like jax: jit[name=f jaxpr={...}] (the other params are internal).
+jit_p.pp_params = lambda params: {"name": params["name"], "jaxpr": FreshNames(params["jaxpr"])}
 
 
 def _symbol(name: str) -> str:

@@ -1,0 +1,1 @@
+# Root conftest: makes the repository importable when tests run from a checkout.

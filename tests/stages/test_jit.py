@@ -1,0 +1,170 @@
+"""jit: caching, static arguments, pytrees, weak types, nesting."""
+
+import logging
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+
+
+def test_jit_values_match_numpy_and_jax():
+    def f(np_, x, y):
+        return np_.sin(x) * y + np_.exp(-x) / 2.0
+
+    x = np.linspace(-1, 1, 7).astype(np.float32)
+    ours = minijax.jit(lambda x, y: f(jnp, x, y))(x, 3.0)
+    theirs = jax.jit(lambda x, y: f(jjnp, x, y))(x, 3.0)
+    np.testing.assert_allclose(np.asarray(ours), np.sin(x) * 3 + np.exp(-x) / 2, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+    assert ours.dtype == theirs.dtype
+
+
+def test_cache_hits_and_misses():
+    f = minijax.jit(lambda x: x * 2)
+    f(jnp.ones(3))
+    f(jnp.ones(3))
+    f(np.ones(3, np.float32))  # same aval as a device array
+    assert f._cache_size() == 1
+    f(jnp.ones(4))
+    f(jnp.ones(3, dtype=jnp.int32))
+    f(1.0)  # weak f32[] differs from strong f32[]
+    f(jnp.float32(1.0))
+    assert f._cache_size() == 5
+
+
+def test_weak_type_output():
+    out = minijax.jit(lambda x: x * 2)(1.0)
+    assert out.dtype == np.float32 and out.weak_type
+    jout = jax.jit(lambda x: x * 2)(1.0)
+    assert repr(out) == repr(jout)
+
+
+def test_static_argnums_and_argnames():
+    calls = []
+
+    def f(x, n, *, mode="a"):
+        calls.append((n, mode))
+        return x * n if mode == "a" else x + n
+
+    jf = minijax.jit(f, static_argnums=1, static_argnames="mode")
+    assert float(jf(2.0, 3)) == 6.0
+    assert float(jf(2.0, 3)) == 6.0
+    assert float(jf(2.0, 4)) == 8.0
+    assert float(jf(2.0, 4, mode="b")) == 6.0
+    assert len(calls) == 3
+    jg = minijax.jit(f, static_argnames="n")
+    assert float(jg(2.0, n=5)) == 10.0
+    assert float(jg(2.0, 5)) == 10.0  # positional use of a static name is static too
+
+
+def test_pytree_args_and_outputs():
+    @minijax.jit
+    def f(params, x):
+        w, b = params["w"], params["b"]
+        return {"out": x * w + b, "aux": [w, (b,)]}
+
+    params = {"w": jnp.ones(3) * 2, "b": jnp.ones(3)}
+    out = f(params, 3.0)
+    np.testing.assert_allclose(np.asarray(out["out"]), 7.0)
+    assert isinstance(out["aux"], list) and isinstance(out["aux"][1], tuple)
+
+
+def test_kwargs_are_dynamic():
+    f = minijax.jit(lambda x, y=1.0: x + y)
+    assert float(f(1.0, y=2.0)) == 3.0
+    assert float(f(1.0, y=5.0)) == 6.0
+    assert f._cache_size() == 1
+
+
+def test_nested_jit_lowers_to_call():
+    inner = minijax.jit(lambda x: jnp.sin(x) * 2)
+
+    @minijax.jit
+    def outer(x):
+        return inner(x) + inner(x + 1)
+
+    np.testing.assert_allclose(float(outer(0.5)), np.sin(0.5) * 2 + np.sin(1.5) * 2, rtol=1e-6)
+    text = outer.lower(0.5).as_text()
+    assert "call @" in text and "func.func private" in text
+    assert text.count("func.func private") == 1  # the callee is emitted once
+    assert " call(" in outer.lower(0.5).as_text("hlo")
+
+
+def test_closure_over_outer_tracer():
+    @minijax.jit
+    def f(x):
+        g = minijax.jit(lambda y: y * x)
+        return g(2.0)
+
+    assert float(f(3.0)) == 6.0
+
+
+def test_closure_over_concrete_array_becomes_constant():
+    c = jnp.arange(3.0) if hasattr(jnp, "arange") else jnp.asarray([0.0, 1.0, 2.0])
+    f = minijax.jit(lambda x: x + c)
+    np.testing.assert_allclose(np.asarray(f(jnp.ones(3))), [1, 2, 3])
+    assert "stablehlo.constant" in f.lower(jnp.ones(3)).as_text()
+
+
+def test_x64_flag_is_part_of_cache_key(request):
+    f = minijax.jit(lambda x: x + 1)
+    a = np.ones(2, np.float64)
+    assert f(a).dtype == np.float32
+    request.getfixturevalue("x64")
+    assert f(a).dtype == np.float64
+
+
+def test_explain_cache_misses(caplog):
+    f = minijax.jit(lambda x, n: x * n, static_argnums=1)
+    minijax.config.update("minijax_explain_cache_misses", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="minijax"):
+            f(jnp.ones(3), 2)
+            f(jnp.ones(4), 2)
+            f(jnp.ones(4), 3)
+            f(jnp.ones(4, dtype=jnp.int32), 3)
+            f(1.0, 3)
+    finally:
+        minijax.config.update("minijax_explain_cache_misses", False)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert len(msgs) == 5
+    assert "first time" in msgs[0]
+    assert "shape (3,) -> (4,)" in msgs[1]
+    assert "static argument 'n' (position 1) changed from 2 to 3" in msgs[2]
+    assert "dtype float32 -> int32" in msgs[3]
+    assert "weak_type False -> True" in msgs[4] and "shape (4,) -> ()" in msgs[4]
+
+
+def test_method_on_class():
+    class Model:
+        def __init__(self, k):
+            self.k = k
+
+        @minijax.jit
+        def bad(self, x):
+            return x * self.k
+
+        def apply(self, x):
+            return minijax.jit(type(self)._apply, static_argnums=0)(self, x)
+
+        def _apply(self, x):
+            return x * self.k
+
+    assert float(Model(2).apply(3.0)) == 6.0
+    with pytest.raises(TypeError, match="Model is not a valid minijax type"):
+        Model(2).bad(3.0)
+
+
+def test_jit_of_jnp_function_directly():
+    np.testing.assert_allclose(np.asarray(minijax.jit(jnp.sin)(jnp.ones(2))), np.sin(1.0),
+                               rtol=1e-6)
+
+
+def test_eval_shape():
+    out = minijax.eval_shape(lambda x, y: (x * y, jnp.sin(x)),
+                             minijax.ShapeDtypeStruct((2, 3), np.float32), 2.0)
+    assert out[0].shape == (2, 3) and out[1].dtype == np.float32
