@@ -46,7 +46,9 @@ def _comparison(name: str, direction: str, kinds: str = "fciub") -> Primitive:
     def abstract_eval(x, y):
         check_dtype(name, x, kinds)
         same_dtypes(name, [x, y])
-        return ShapedArray(broadcast_shapes_scalar(name, [x, y]), dtypes.bool_)
+        # Like jax, the result is weakly typed when both operands are.
+        return ShapedArray(broadcast_shapes_scalar(name, [x, y]), dtypes.bool_,
+                           x.weak_type and y.weak_type)
 
     def lowering(ctx, x, y):
         out = ctx.avals_out[0]

@@ -51,8 +51,8 @@ class RuleContext:
         if dtype is not None:
             arr = arr.astype(dtype)
         aval = ShapedArray(shape if shape != () else arr.shape, arr.dtype)
-        if aval.shape != arr.shape:
-            arr = np.broadcast_to(arr, aval.shape)
+        if aval.shape != arr.shape and arr.size != 1:
+            arr = np.ascontiguousarray(np.broadcast_to(arr, aval.shape))
         return self.fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
 
     def new_region(self, arg_avals: Sequence[ShapedArray]) -> Region:

@@ -77,7 +77,7 @@ def dense_elements(value: np.ndarray, aval: ShapedArray) -> str:
 
 
 def _is_splat(arr: np.ndarray) -> bool:
-    flat = arr.reshape(-1)
+    flat = np.ascontiguousarray(arr).reshape(-1)
     if arr.dtype.kind in "fc":
         return bool(np.all(flat.view(np.uint8).reshape(flat.size, -1) ==
                            flat[:1].view(np.uint8).reshape(1, -1)))

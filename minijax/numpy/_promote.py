@@ -94,8 +94,8 @@ def broadcast_arrays(*args):
 
 def promote_args(fname: str, *args):
     """Dtype promotion then broadcasting, for elementwise functions."""
-    if len(args) == 1 and hasattr(args[0], "aval"):
-        return [args[0]]
+    if len(args) == 1:
+        return [ensure_array(_check_args(fname, args)[0])]
     return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)))
 
 
@@ -113,10 +113,23 @@ def promote_args_numeric(fname: str, *args):
 
 
 def _check_args(fname: str, args):
+    """Reject lists (as jax does); NumPy inputs become minijax arrays."""
     out = []
     for i, x in enumerate(args):
         if isinstance(x, (list, tuple)):
             raise TypeError(f"{fname} requires ndarray or scalar arguments, got {type(x).__name__} "
                             f"at position {i}. Use minijax.numpy.asarray(...) to convert it.")
+        if isinstance(x, (np.ndarray, np.generic)):
+            x = ensure_array(x)
         out.append(x)
     return out
+
+
+def ensure_array(x):
+    """``x`` as a minijax array or tracer (Python scalars keep their weak type)."""
+    if hasattr(x, "aval"):
+        return x
+    from minijax.runtime.transfer import device_put
+    if isinstance(x, (np.ndarray, np.generic)):
+        return device_put(np.asarray(x, dtypes.canonicalize(x.dtype)))
+    return device_put(x)
