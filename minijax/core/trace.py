@@ -183,12 +183,23 @@ class Primitive:
 
 # ---- abstract values of Python values ------------------------------------------------
 
+_scalar_avals: dict = {}
+
+
 def get_aval(x) -> ShapedArray:
     """The aval of any value minijax accepts as an array."""
+    tx = type(x)
+    if tx in _SCALAR_TYPES:
+        key = (tx, dtypes.x64_enabled())
+        aval = _scalar_avals.get(key)
+        if aval is None:
+            aval = _scalar_avals[key] = ShapedArray((), dtypes.python_scalar_dtype(x),
+                                                    weak_type=tx is not bool)
+        return aval
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
-    if isinstance(x, (bool, int, float, complex)):
+    if isinstance(x, (bool, int, float, complex)):  # subclasses, e.g. IntEnum
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
@@ -198,8 +209,11 @@ def get_aval(x) -> ShapedArray:
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid minijax type")
 
 
+_SCALAR_TYPES = frozenset((int, float, bool, complex))
+
+
 def is_python_scalar(x) -> bool:
-    return type(x) in (int, float, bool, complex)
+    return type(x) in _SCALAR_TYPES
 
 
 # ---- tracers ---------------------------------------------------------------------

@@ -108,8 +108,22 @@ def _float_literal(x, dtype: np.dtype) -> str:
     return f"0x{bits:0{dtype.itemsize * 2}X}"
 
 
+_string_cache: dict[str, str] = {}
+
+
 def string_attr(s: str) -> str:
     """An MLIR string literal with escapes."""
+    out = _string_cache.get(s)
+    if out is None:
+        if len(_string_cache) > 100_000:
+            _string_cache.clear()
+        out = _string_cache[s] = _escape(s)
+    return out
+
+
+def _escape(s: str) -> str:
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return f'"{s}"'
     out = []
     for ch in s:
         if ch == '"' or ch == "\\":

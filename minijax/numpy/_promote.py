@@ -58,11 +58,19 @@ def promote_dtypes_numeric(*args):
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ValueError("Incompatible shapes for broadcasting: "
-                         + ", ".join(str(tuple(s)) for s in shapes)) from None
+    """numpy's broadcasting of shapes; ValueError naming them when incompatible."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, ndim - len(s)):
+            o = out[i]
+            if d != o:
+                if o == 1:
+                    out[i] = d
+                elif d != 1:
+                    raise ValueError("Incompatible shapes for broadcasting: "
+                                     + ", ".join(str(tuple(s)) for s in shapes))
+    return tuple(out)
 
 
 def broadcast_to_shape(x, shape: tuple):
@@ -85,7 +93,8 @@ def broadcast_to_shape(x, shape: tuple):
 def broadcast_arrays(*args):
     """Broadcast to a common shape; rank-0 operands stay rank-0 (lax broadcasts them)."""
     shapes = [get_aval(x).shape for x in args]
-    if all(s == shapes[0] for s in shapes):
+    nonscalar = [s for s in shapes if s]
+    if not nonscalar or all(s == nonscalar[0] for s in nonscalar):
         return list(args)
     shape = broadcast_shapes(*shapes)
     return [x if s == () or s == shape else broadcast_to_shape(x, shape)

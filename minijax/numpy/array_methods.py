@@ -22,11 +22,17 @@ def _binop(name: str, reflected: bool = False):
     return method
 
 
+_OPERAND_TYPES: tuple = ()
+
+
 def _is_operand(x) -> bool:
-    import numpy as np
-    from minijax.core.trace import Tracer
-    from minijax.runtime.array import Array
-    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex))
+    global _OPERAND_TYPES
+    if not _OPERAND_TYPES:
+        import numpy as np
+        from minijax.core.trace import Tracer
+        from minijax.runtime.array import Array
+        _OPERAND_TYPES = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
+    return isinstance(x, _OPERAND_TYPES)
 
 
 def _unop(name: str):
