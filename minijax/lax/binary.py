@@ -6,6 +6,8 @@ operand broadcasts (as in jax's jaxprs: ``mul b 2.0:f32[]``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive
@@ -94,3 +96,166 @@ def lt(x, y): return lt_p.bind(x, y)
 def le(x, y): return le_p.bind(x, y)
 def gt(x, y): return gt_p.bind(x, y)
 def ge(x, y): return ge_p.bind(x, y)
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+
+from minijax.core.trace import get_aval  # noqa: E402
+from minijax.transforms.ad import defjvp, defjvp_zero, is_undefined  # noqa: E402
+
+
+def unbroadcast(ct, aval):
+    """Sum ``ct`` down to ``aval``'s shape (a rank-0 operand was broadcast)."""
+    if get_aval(ct).shape == aval.shape:
+        return ct
+    from minijax.lax.reduce import reduce_sum
+    return reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+
+
+def _out_shape(*operands) -> tuple:
+    """The output shape of an elementwise binary op (a rank-0 operand broadcasts)."""
+    for x in operands:
+        shape = get_aval(x).shape
+        if shape:
+            return shape
+    return ()
+
+
+def _shaped(t, shape: tuple):
+    """``t`` broadcast to ``shape`` when it came from a rank-0 operand."""
+    if get_aval(t).shape == shape:
+        return t
+    from minijax.lax.shape import broadcast_in_dim
+    return broadcast_in_dim(t, shape, ())
+
+
+def _add_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    from minijax.lax.unary import neg
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise NotImplementedError("mul is not linear in both operands at once")
+    if is_undefined(x):
+        return [unbroadcast(mul(ct, y), x.aval), None]
+    return [None, unbroadcast(mul(x, ct), y.aval)]
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise NotImplementedError("div is not linear in its divisor")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+def _binary_linear_jvp(prim):
+    def rule(primals, tangents):
+        from minijax.transforms.ad import Zero, instantiate, tangent_aval
+        out = prim.bind(*primals)
+        tx, ty = tangents
+        if type(tx) is Zero and type(ty) is Zero:
+            return out, Zero(tangent_aval(get_aval(out)))
+        shape = get_aval(out).shape
+        if type(ty) is Zero:
+            return out, _shaped(tx, shape)
+        if type(tx) is Zero:
+            t = _shaped(ty, shape)
+            if prim is sub_p:
+                from minijax.lax.unary import neg
+                t = neg(t)
+            return out, t
+        return out, prim.bind(instantiate(tx), instantiate(ty))
+    return rule
+
+
+add_p.def_jvp(_binary_linear_jvp(add_p))
+add_p.def_transpose(_add_transpose)
+sub_p.def_jvp(_binary_linear_jvp(sub_p))
+sub_p.def_transpose(_sub_transpose)
+defjvp(mul_p, lambda t, x, y: _shaped(mul(t, y), _out_shape(x, y)),
+       lambda t, x, y: _shaped(mul(x, t), _out_shape(x, y)))
+mul_p.def_transpose(_mul_transpose)
+
+
+def _div_jvp_rhs(t, x, y):
+    from minijax.lax.unary import neg
+    return _shaped(neg(mul(t, div(div(x, y), y))), _out_shape(x, y))
+
+
+defjvp(div_p, lambda t, x, y: _shaped(div(t, y), _out_shape(x, y)), _div_jvp_rhs)
+div_p.def_transpose(_div_transpose)
+
+
+def _pow_jvp_x(t, x, y):
+    one = np.asarray(1, get_aval(x).dtype)
+    return _shaped(mul(t, mul(y, pow(x, sub(y, one)))), _out_shape(x, y))
+
+
+def _pow_jvp_y(t, x, y):
+    from minijax.lax.unary import log
+    from minijax.lax.select import select
+    zero = np.asarray(0, get_aval(x).dtype)
+    # d/dy x**y = log(x) x**y, taken as 0 where x == 0 (as jax does).
+    shape = _out_shape(x, y)
+    out = pow(x, y)
+    safe_log = select(_shaped(eq(x, zero), shape), _shaped(zero, shape),
+                      _shaped(log(x), shape))
+    return mul(_shaped(t, shape), mul(safe_log, out))
+
+
+defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
+def _minmax_partials(chooses_x):
+    """Tangent partials of max/min: the tangent follows the chosen operand and ties split
+    it evenly, as jax does. ``chooses_x(x, y)`` is where x is strictly chosen."""
+    def partial(which):
+        def f(t, x, y):
+            from minijax.lax.select import select
+            shape = _out_shape(x, y)
+            dt = get_aval(x).dtype
+            t = _shaped(t, shape)
+            zero = _shaped(np.zeros((), dt), shape)
+            half = mul(t, np.asarray(0.5, dt))
+            x_wins, tie = _shaped(chooses_x(x, y), shape), _shaped(eq(x, y), shape)
+            if which == 0:
+                return select(x_wins, t, select(tie, half, zero))
+            return select(x_wins, zero, select(tie, half, t))
+        return f
+    return partial(0), partial(1)
+
+
+defjvp(max_p, *_minmax_partials(gt))
+defjvp(min_p, *_minmax_partials(lt))
+
+
+def _atan2_jvp(which):
+    def f(t, x, y):
+        denom = add(mul(x, x), mul(y, y))
+        num = y if which == 0 else x
+        from minijax.lax.unary import neg
+        g = div(num, denom) if which == 0 else neg(div(num, denom))
+        return _shaped(mul(t, g), _out_shape(x, y))
+    return f
+
+
+defjvp(atan2_p, _atan2_jvp(0), _atan2_jvp(1))
+
+
+def _rem_jvp_y(t, x, y):
+    from minijax.lax.unary import abs as _abs, floor, neg, sign
+    q = div(x, y)
+    trunc = mul(sign(q), floor(_abs(q)))  # rem(x, y) = x - y * trunc(x / y)
+    return _shaped(neg(mul(t, trunc)), _out_shape(x, y))
+
+
+defjvp(rem_p, lambda t, x, y: _shaped(t, _out_shape(x, y)), _rem_jvp_y)
+for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, nextafter_p, shift_left_p,
+           shift_right_arithmetic_p, shift_right_logical_p):
+    defjvp_zero(_p)

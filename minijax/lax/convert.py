@@ -43,3 +43,26 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     if aval.dtype == new_dtype and aval.weak_type == weak_type and hasattr(x, "aval"):
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+
+from minijax.transforms.ad import Zero, tangent_aval  # noqa: E402
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    out_aval = get_aval(out)
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype) or \
+            not dtypes.is_inexact(get_aval(x).dtype):
+        return out, Zero(tangent_aval(out_aval))
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
+
+
+convert_element_type_p.def_jvp(_convert_jvp)
+convert_element_type_p.def_transpose(_convert_transpose)

@@ -81,3 +81,56 @@ def select(pred, on_true, on_false):
 
 def clamp(min, x, max):  # noqa: A002
     return clamp_p.bind(min, x, max)
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+
+from minijax.core.trace import get_aval  # noqa: E402
+from minijax.transforms.ad import Zero, instantiate, is_undefined, tangent_aval  # noqa: E402
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    ts = tangents[1:]
+    if all(type(t) is Zero for t in ts):
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, select_n_p.bind(which, *[instantiate(t) for t in ts])
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined(which):
+        raise NotImplementedError("select_n is not linear in its predicate")
+    import numpy as np
+    from minijax.lax.shape import broadcast_in_dim
+    aval = get_aval(ct)
+    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    out = [None]
+    for i, c in enumerate(cases):
+        if not is_undefined(c):
+            out.append(None)
+            continue
+        picks = [zeros] * len(cases)
+        picks[i] = ct
+        out.append(select_n_p.bind(which, *picks))
+    return out
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    t = tangents[1]
+    if type(t) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    from minijax.lax.binary import ge, le, bitwise_and
+    inside = bitwise_and(ge(x, lo), le(x, hi))
+    import numpy as np
+    from minijax.lax.shape import broadcast_in_dim
+    aval = get_aval(out)
+    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    return out, select(inside, t, zeros)
+
+
+select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_transpose(_select_n_transpose)
+clamp_p.def_jvp(_clamp_jvp)

@@ -194,3 +194,44 @@ def round(x, rounding_method=0):  # noqa: A001
 
 def integer_pow(x, y: int):
     return integer_pow_p.bind(x, y=int(y))
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+# jvp: the tangent contribution t * f'(x); transpose for the linear ones.
+
+from minijax.transforms.ad import defjvp, defjvp_linear, defjvp_zero  # noqa: E402
+from minijax.lax import binary as _b  # noqa: E402
+
+
+def _const_like(x, value):
+    """``value`` as a scalar of x's dtype (broadcasts in binary primitives)."""
+    from minijax.core.trace import get_aval
+    return np.asarray(value, dtype=get_aval(x).dtype)
+
+
+defjvp_linear(neg_p)
+neg_p.def_transpose(lambda ct, x: [neg(ct)])
+defjvp(sin_p, lambda t, x: _b.mul(t, cos(x)))
+defjvp(cos_p, lambda t, x: neg(_b.mul(t, sin(x))))
+defjvp(tan_p, lambda t, x: _b.mul(t, _b.add(_const_like(x, 1), integer_pow(tan(x), 2))))
+defjvp(tanh_p, lambda t, x: _b.mul(t, _b.sub(_const_like(x, 1), integer_pow(tanh(x), 2))))
+defjvp(exp_p, lambda t, x: _b.mul(t, exp(x)))
+defjvp(exp2_p, lambda t, x: _b.mul(t, _b.mul(exp2(x), _const_like(x, np.log(2.0)))))
+defjvp(log_p, lambda t, x: _b.div(t, x))
+defjvp(log1p_p, lambda t, x: _b.div(t, _b.add(x, _const_like(x, 1))))
+defjvp(expm1_p, lambda t, x: _b.mul(t, _b.add(expm1(x), _const_like(x, 1))))
+defjvp(sqrt_p, lambda t, x: _b.div(t, _b.mul(_const_like(x, 2), sqrt(x))))
+defjvp(rsqrt_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, -0.5), _b.div(rsqrt(x), x))))
+defjvp(cbrt_p, lambda t, x: _b.mul(t, _b.div(cbrt(x), _b.mul(_const_like(x, 3), x))))
+defjvp(logistic_p, lambda t, x: _b.mul(t, _b.mul(logistic(x),
+                                                 _b.sub(_const_like(x, 1), logistic(x)))))
+defjvp(erf_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, 2 / np.sqrt(np.pi)),
+                                            exp(neg(_b.mul(x, x))))))
+defjvp(abs_p, lambda t, x: _b.mul(t, sign(x)))
+defjvp(integer_pow_p, lambda t, x, *, y: (
+    _b.mul(t, _const_like(x, 0)) if y == 0 else
+    _b.mul(t, _b.mul(_const_like(x, y), integer_pow(x, y - 1) if y != 1 else _const_like(x, 1)))))
+for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p):
+    defjvp_zero(_p)
+defjvp_linear(real_p)
+defjvp_linear(imag_p)

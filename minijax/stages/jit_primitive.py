@@ -52,3 +52,72 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=Fa
     if exe is None:
         exe = _compiled[jaxpr] = compile_closed_jaxpr(jaxpr, name)
     return execute(exe, args)
+
+
+# ---- differentiation rules ---------------------------------------------------------------
+# jvp: a jit of the jvp jaxpr; partial eval: split the inner jaxpr into a known call and an
+# unknown call joined by residuals; transpose: a jit of the transposed inner jaxpr.
+
+from minijax.core.jaxpr import JaxprEqn, Var  # noqa: E402
+from minijax.core.trace import DebugInfo, get_aval, trace_to_jaxpr  # noqa: E402
+from minijax.transforms.ad import (Zero, backward_pass, instantiate, is_undefined,  # noqa: E402
+                                   jvp_jaxpr, partial_eval_jaxpr, tangent_aval)
+
+
+def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars=(), inline=False):
+    nonzero = [type(t) is not Zero for t in tangents]
+    jvp_closed, out_nz = jvp_jaxpr(jaxpr, nonzero, instantiate_out=False)
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name,
+                      donated_invars=(False,) * (len(primals) + len(nz_tangents)), inline=inline)
+    n = len(jaxpr.out_avals)
+    t_iter = iter(outs[n:])
+    touts = [next(t_iter) if nz else Zero(tangent_aval(a))
+             for a, nz in zip(jaxpr.out_avals, out_nz)]
+    return outs[:n], touts
+
+
+def _jit_partial_eval(eqn, unknowns):
+    p = eqn.params
+    closed = p["jaxpr"]
+    pe = partial_eval_jaxpr(closed.jaxpr, unknowns)
+    n_known_out = len(pe.known.outvars) - pe.num_res
+    res_vars = [Var(v.aval) for v in pe.known.outvars[n_known_out:]]
+    known_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if not u]
+    unknown_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if u]
+    known_in = [a for a, u in zip(eqn.invars, unknowns) if not u]
+    unknown_in = [a for a, u in zip(eqn.invars, unknowns) if u]
+    known = JaxprEqn(jit_p, known_in, known_outvars + res_vars,
+                     dict(p, jaxpr=ClosedJaxpr(pe.known, closed.consts),
+                          donated_invars=(False,) * len(known_in)), eqn.ctx, eqn.source)
+    unknown = JaxprEqn(jit_p, res_vars + unknown_in, unknown_outvars,
+                       dict(p, jaxpr=ClosedJaxpr(pe.unknown, []),
+                            donated_invars=(False,) * (len(res_vars) + len(unknown_in))),
+                       eqn.ctx, eqn.source)
+    return [known], [unknown], res_vars
+
+
+def _jit_transpose(cts, *args, jaxpr, name, donated_invars=(), inline=False):
+    linear = [is_undefined(a) for a in args]
+    nonlin = [a for a in args if not is_undefined(a)]
+    cts = [instantiate(c) for c in cts]
+    n_nonlin = len(nonlin)
+
+    def fun(*xs):
+        it = iter(xs[:n_nonlin])
+        full = [a if lin else next(it) for a, lin in zip(args, linear)]
+        out = backward_pass(jaxpr.jaxpr, jaxpr.consts, full, list(xs[n_nonlin:]))
+        return [instantiate(c) for c, lin in zip(out, linear) if lin], None
+
+    avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
+    t_jaxpr, consts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", name, None))
+    outs = jit_p.bind(*nonlin, *cts, jaxpr=ClosedJaxpr(t_jaxpr, consts),
+                      name=f"transpose({name})", donated_invars=(False,) * len(avals),
+                      inline=inline)
+    it = iter(outs)
+    return [next(it) if lin else None for lin in linear]
+
+
+jit_p.def_jvp(_jit_jvp)
+jit_p.def_transpose(_jit_transpose)
+jit_p.def_rule("partial_eval")(_jit_partial_eval)

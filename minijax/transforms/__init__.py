@@ -1,0 +1,1 @@
+"""Transformations: autodiff (ad) and, later, batching."""

@@ -1,0 +1,632 @@
+"""Automatic differentiation: forward mode (jvp) and reverse mode (vjp, grad).
+
+Forward mode runs the function under a ``JVPTrace``: each tracer carries a
+primal and a tangent, and each primitive's ``jvp`` rule computes the output
+tangent. Tangents that are known to be zero are the symbolic ``Zero``.
+
+Reverse mode, as in JAX, is jvp + partial evaluation + transposition:
+
+1. trace the jvp of ``f`` into a jaxpr ``(primals, tangents) -> (outs, out_tangents)``;
+2. split it (``partial_eval_jaxpr``) into a *known* jaxpr computing the
+   outputs and the residuals from the primals, and a *linear* jaxpr computing
+   the output tangents from the residuals and the tangents;
+3. run the known jaxpr now; the pullback runs the linear jaxpr backwards
+   (``backward_pass``), calling each linear primitive's ``transpose`` rule.
+
+Every equation emitted by a transform is emitted under the metadata context
+(``eqn.ctx``) of the equation it came from, so XLA metadata follows ops into
+their derivatives.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from minijax.core.trace import (DebugInfo, Primitive, Trace, Tracer, _leaked, _state,
+                                eval_jaxpr, get_aval, merge_ctx, trace_to_jaxpr, use_trace)
+from minijax.tree_util import tree_flatten, tree_unflatten
+
+# ---- symbolic zeros and tangent types ------------------------------------------------------
+
+
+class Zero:
+    """A tangent or cotangent known to be zero (nothing is computed for it)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Zero({self.aval.str_short()})"
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """Tangents of integer and boolean values have dtype float0."""
+    if dtypes.is_inexact(aval.dtype):
+        return aval
+    return ShapedArray(aval.shape, dtypes.float0, False)
+
+
+def zeros_like_aval(aval: ShapedArray):
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
+    from minijax import lax
+    return lax.broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+
+
+def instantiate(t):
+    return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(a, b):
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    from minijax.lax.ad_util import add_any
+    return add_any(a, b)
+
+
+class UndefinedPrimal:
+    """A linear input of a transposed equation (its value is what we solve for)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+# ---- rule helpers used by primitive files -------------------------------------------------
+
+def defjvp(prim: Primitive, *partials: Callable | None) -> None:
+    """jvp from one function per operand: ``partial_i(t_i, *primals, **params)`` gives that
+    operand's contribution to the output tangent (None: the operand is not differentiable)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        acc = Zero(tangent_aval(get_aval(out)))
+        for fn, t in zip(partials, tangents):
+            if fn is not None and type(t) is not Zero:
+                acc = add_tangents(acc, fn(t, *primals, **params))
+        return out, acc
+    prim.def_jvp(rule)
+
+
+def defjvp_linear(prim: Primitive) -> None:
+    """jvp of a primitive linear in all operands: apply it to the tangents."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(type(t) is Zero for t in tangents):
+            return out, (Zero(tangent_aval(get_aval(out))) if not prim.multiple_results
+                         else [Zero(tangent_aval(get_aval(o))) for o in out])
+        return out, prim.bind(*[instantiate(t) for t in tangents], **params)
+    prim.def_jvp(rule)
+
+
+def defjvp_zero(prim: Primitive) -> None:
+    """The output does not depend differentiably on the inputs (comparisons, iota...)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return out, [Zero(tangent_aval(get_aval(o))) for o in out]
+        return out, Zero(tangent_aval(get_aval(out)))
+    prim.def_jvp(rule)
+
+
+# ---- forward mode --------------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: "JVPTrace", primal, tangent):
+        self._trace = trace
+        self.aval = get_aval(primal)
+        self.primal = primal
+        self.tangent = tangent
+
+
+class JVPTrace(Trace):
+    description = "jvp"
+
+    def __init__(self, parent: Trace):
+        self.parent = parent
+        self.alive = True
+
+    def split(self, x):
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer) and not x._trace.alive:
+            raise _leaked(x)
+        return x, Zero(tangent_aval(get_aval(x)))
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents = [], []
+        for x in args:
+            p, t = self.split(x)
+            primals.append(p)
+            tangents.append(t)
+        parent = self.parent
+        prev = _state.trace
+        _state.trace = parent
+        try:
+            if all(type(t) is Zero for t in tangents):
+                return prim.bind(*primals, **params)
+            rule = prim.jvp
+            if rule is None:
+                out_avals = prim.out_avals([get_aval(p) for p in primals], params)
+                if all(not dtypes.is_inexact(a.dtype) for a in out_avals):
+                    return prim.bind(*primals, **params)
+                raise NotImplementedError(
+                    f"Differentiation rule for '{prim.name}' is not implemented")
+            out, t_out = rule(primals, tangents, **params)
+        finally:
+            _state.trace = prev
+        if prim.multiple_results:
+            return [JVPTracer(self, o, t) for o, t in zip(out, t_out)]
+        return JVPTracer(self, out, t_out)
+
+    def concrete_value(self, tracer, what):
+        p = tracer.primal
+        return p.to_concrete(what) if isinstance(p, Tracer) else p
+
+
+def _check_tangent(p, t, i):
+    pa, ta = get_aval(p), get_aval(t)
+    want = tangent_aval(pa)
+    if pa.shape != ta.shape:
+        raise ValueError(f"jvp called with different primal and tangent shapes at position "
+                         f"{i}: primal {pa.str_short()}, tangent {ta.str_short()}")
+    if ta.dtype != want.dtype:
+        raise TypeError(
+            f"primal and tangent arguments to jvp do not match at position {i}: dtypes must "
+            f"be equal, or for an integer/boolean primal the tangent dtype must be float0; "
+            f"got primal dtype {pa.dtype.name} and tangent dtype {ta.dtype.name}")
+
+
+def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
+    """Run ``fun(*primals)`` (flat list out) forward with tangents; returns (outs, out_tangents)
+    with symbolic zeros left as ``Zero``."""
+    trace = JVPTrace(_state.trace)
+    tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    with use_trace(trace):
+        outs = fun(*tracers)
+    trace.alive = False
+    res_p, res_t = [], []
+    for o in outs:
+        p, t = trace.split(o)
+        res_p.append(p)
+        res_t.append(t)
+    return res_p, res_t
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """``(fun(*primals), J fun(primals) @ tangents)``; mirrors ``jax.jvp``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    p_flat, p_tree = tree_flatten(tuple(primals))
+    t_flat, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jvp must have the same tree "
+                        f"structure; got {p_tree} and {t_tree}")
+    for i, (p, t) in enumerate(zip(p_flat, t_flat)):
+        _check_tangent(p, t, i)
+    aux_box = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(p_tree, xs))
+        if has_aux:
+            out, aux = out
+            aux_box.append(aux)
+        leaves, tree = tree_flatten(out)
+        aux_box.insert(0, tree)
+        return leaves
+
+    outs, touts = jvp_flat(flat_fun, p_flat, t_flat)
+    out_tree = aux_box[0]
+    touts = [instantiate(t) for t in touts]
+    res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
+    if has_aux:
+        return res + (_strip_aux(aux_box[1]),)
+    return res
+
+
+def _strip_aux(aux):
+    return aux
+
+
+# ---- jvp of a jaxpr (for higher-order primitives) --------------------------------------------
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzero: Sequence[bool],
+              instantiate_out: bool | Sequence[bool] = True) -> tuple[ClosedJaxpr, list[bool]]:
+    """A jaxpr ``(*primals, *nonzero_tangents) -> (*outs, *out_tangents)``.
+
+    Returns the jaxpr and which output tangents are nonzero (all if instantiated).
+    """
+    in_avals = closed.in_avals
+    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
+    n = len(in_avals)
+    out_nz: list[bool] = []
+
+    def fun(*args):
+        primals, ts = list(args[:n]), iter(args[n:])
+        tangents = [next(ts) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
+        outs, touts = jvp_flat(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                               primals, tangents)
+        inst = instantiate_out if isinstance(instantiate_out, (list, tuple)) else \
+            [instantiate_out] * len(touts)
+        touts = [instantiate(t) if i else t for t, i in zip(touts, inst)]
+        out_nz.extend(type(t) is not Zero for t in touts)
+        return outs + [t for t in touts if type(t) is not Zero], None
+
+    jaxpr, consts, _ = trace_to_jaxpr(fun, list(in_avals) + t_avals,
+                                      DebugInfo("jvp", "jaxpr", None))
+    return _closed(jaxpr, consts), out_nz
+
+
+def _closed(jaxpr: Jaxpr, consts: list) -> ClosedJaxpr:
+    """Close a jaxpr traced from another; consts that are tracers become inputs upstream."""
+    if any(isinstance(c, Tracer) for c in consts):
+        raise AssertionError("internal: unexpected tracer constants in a transformed jaxpr")
+    return ClosedJaxpr(jaxpr, consts)
+
+
+# ---- partial evaluation --------------------------------------------------------------------
+
+class PartialEvalResult:
+    """``known``: (known inputs) -> (known outputs, residuals);
+    ``unknown``: (residuals, unknown inputs) -> (unknown outputs)."""
+
+    __slots__ = ("known", "unknown", "out_unknown", "num_res")
+
+    def __init__(self, known, unknown, out_unknown, num_res):
+        self.known = known
+        self.unknown = unknown
+        self.out_unknown = out_unknown
+        self.num_res = num_res
+
+
+def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknown: Sequence[bool],
+                       out_force_unknown: Sequence[bool] | None = None) -> PartialEvalResult:
+    """Split ``jaxpr`` by which inputs are unknown. Constvars are known.
+
+    Equations whose inputs are all known go to the known jaxpr; the others go to
+    the unknown jaxpr, reading the known values they need as residuals.
+    ``out_force_unknown[i]`` makes output i come from the unknown side even when
+    it is computable from known inputs (it is then passed through as a residual).
+    """
+    unknown_ids: set[int] = {id(v) for v, u in zip(jaxpr.invars, in_unknown) if u}
+    known_eqns: list[JaxprEqn] = []
+    unknown_eqns: list[JaxprEqn] = []
+    residuals: dict[int, Var] = {}
+
+    def is_unknown(a) -> bool:
+        return type(a) is not Literal and id(a) in unknown_ids
+
+    def need_residual(a) -> None:
+        if type(a) is not Literal and id(a) not in unknown_ids and id(a) not in residuals:
+            residuals[id(a)] = a
+
+    for eqn in jaxpr.eqns:
+        unk = [is_unknown(a) for a in eqn.invars]
+        if not any(unk):
+            known_eqns.append(eqn)
+            continue
+        rule = eqn.primitive.rules.get("partial_eval")
+        if rule is not None:
+            k_eqns, u_eqns, res_vars = rule(eqn, unk)
+            known_eqns.extend(k_eqns)
+            unknown_eqns.extend(u_eqns)
+            for r in res_vars:
+                residuals.setdefault(id(r), r)
+            for e in u_eqns:
+                for v in e.outvars:
+                    unknown_ids.add(id(v))
+            continue
+        unknown_eqns.append(eqn)
+        for a, u in zip(eqn.invars, unk):
+            if not u:
+                need_residual(a)
+        for v in eqn.outvars:
+            unknown_ids.add(id(v))
+
+    force = out_force_unknown or [False] * len(jaxpr.outvars)
+    out_unknown = [is_unknown(a) or f for a, f in zip(jaxpr.outvars, force)]
+    known_outs = [a for a, u in zip(jaxpr.outvars, out_unknown) if not u]
+    for a, u in zip(jaxpr.outvars, out_unknown):
+        if u and not is_unknown(a):
+            need_residual(a)
+    # Residuals that are inputs of the known side still go through as residuals.
+    res_list = [v for v in residuals.values()]
+    # Literals among residuals are impossible (Literals are never recorded).
+    known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, in_unknown) if not u],
+                  known_outs + res_list, known_eqns, jaxpr.debug_info)
+    # The unknown side gets fresh binders for residuals (same Var objects are fine: the
+    # two jaxprs are separate scopes).
+    unknown = Jaxpr([], res_list + [v for v, u in zip(jaxpr.invars, in_unknown) if u],
+                    [a for a, u in zip(jaxpr.outvars, out_unknown) if u], unknown_eqns,
+                    jaxpr.debug_info)
+    return PartialEvalResult(known, unknown, out_unknown, len(res_list))
+
+
+# ---- transposition ----------------------------------------------------------------------------
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+                  cts_out: Sequence[Any]) -> list[Any]:
+    """Transpose ``jaxpr`` w.r.t. the inputs given as ``UndefinedPrimal`` in ``args``.
+
+    Equations that do not depend on linear inputs are evaluated forward first.
+    Returns cotangents for each input (``Zero`` where none flowed, None for
+    non-linear inputs).
+    """
+    env: dict[int, Any] = {}
+    linear: set[int] = set()
+    for v, c in zip(jaxpr.constvars, consts):
+        env[id(v)] = c
+    for v, a in zip(jaxpr.invars, args):
+        if is_undefined(a):
+            linear.add(id(v))
+        else:
+            env[id(v)] = a
+
+    def read(a):
+        return a.val if type(a) is Literal else env[id(a)]
+
+    outer = _state.ctx
+    lin_eqns = []
+    try:
+        for eqn in jaxpr.eqns:
+            if any(type(a) is not Literal and id(a) in linear for a in eqn.invars):
+                lin_eqns.append(eqn)
+                for v in eqn.outvars:
+                    linear.add(id(v))
+                continue
+            _state.ctx = merge_ctx(outer, eqn.ctx)
+            out = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            if eqn.primitive.multiple_results:
+                for v, o in zip(eqn.outvars, out):
+                    env[id(v)] = o
+            else:
+                env[id(eqn.outvars[0])] = out
+
+        ct_env: dict[int, Any] = {}
+
+        def write_ct(v, ct):
+            if ct is None or type(ct) is Zero or type(v) is Literal or id(v) not in linear:
+                return
+            prev = ct_env.get(id(v))
+            ct_env[id(v)] = ct if prev is None else add_tangents(prev, ct)
+
+        for v, ct in zip(jaxpr.outvars, cts_out):
+            write_ct(v, ct)
+
+        for eqn in reversed(lin_eqns):
+            prim = eqn.primitive
+            cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
+            cts = [Zero(tangent_aval(v.aval)) if c is None else c for c, v in
+                   zip(cts, eqn.outvars)]
+            if all(type(c) is Zero for c in cts):
+                continue
+            invals = [UndefinedPrimal(a.aval) if (type(a) is not Literal and id(a) in linear)
+                      else read(a) for a in eqn.invars]
+            rule = prim.transpose
+            if rule is None:
+                raise NotImplementedError(
+                    f"Transpose rule (for reverse-mode differentiation) for '{prim.name}' "
+                    f"is not implemented")
+            _state.ctx = merge_ctx(outer, eqn.ctx)
+            ct_in = rule(cts if prim.multiple_results else cts[0], *invals, **eqn.params)
+            for a, ct in zip(eqn.invars, ct_in):
+                write_ct(a, ct)
+    finally:
+        _state.ctx = outer
+    out = []
+    for v, a in zip(jaxpr.invars, args):
+        if is_undefined(a):
+            ct = ct_env.get(id(v))
+            out.append(Zero(a.aval) if ct is None else ct)
+        else:
+            out.append(None)
+    return out
+
+
+# ---- linearize, vjp, grad -------------------------------------------------------------------
+
+def _trace_jvp_jaxpr(flat_fun: Callable, primals: Sequence, name: str):
+    """Trace ``flat_fun``'s jvp into a jaxpr over (primals, tangents)."""
+    p_avals = [get_aval(p) for p in primals]
+    n = len(p_avals)
+    out_info = []
+
+    def fun(*args):
+        outs, touts = jvp_flat(flat_fun, args[:n], args[n:])
+        out_info.append(len(outs))
+        return list(outs) + [instantiate(t) for t in touts], None
+
+    t_avals = [tangent_aval(a) for a in p_avals]
+    jaxpr, consts, _ = trace_to_jaxpr(fun, p_avals + t_avals, DebugInfo("vjp", name, None))
+    return jaxpr, consts, out_info[0]
+
+
+def linearize_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
+    """Returns ``(outs, linear_jaxpr, residuals)``: ``linear_jaxpr`` maps
+    (residuals, tangents) to output tangents."""
+    n = len(primals)
+    jaxpr, consts, n_out = _trace_jvp_jaxpr(flat_fun, primals, name)
+    pe = partial_eval_jaxpr(jaxpr, [False] * n + [True] * n,
+                            [False] * n_out + [True] * n_out)
+    known_out = eval_jaxpr(pe.known, consts, *primals)
+    n_known = len(known_out) - pe.num_res
+    outs, residuals = known_out[:n_known], known_out[n_known:]
+    return outs, pe.unknown, residuals
+
+
+def vjp_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
+    outs, lin, residuals = linearize_flat(flat_fun, primals, name)
+    p_avals = [get_aval(p) for p in primals]
+
+    def pullback(cts):
+        args = list(residuals) + [UndefinedPrimal(tangent_aval(a)) for a in p_avals]
+        cts_in = backward_pass(lin, [], args, cts)[len(residuals):]
+        return [instantiate(c) if type(c) is Zero else c for c in cts_in]
+
+    return outs, pullback
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` pulls a cotangent back; mirrors
+    ``jax.vjp``."""
+    p_flat, p_tree = tree_flatten(primals)
+    box = []
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(p_tree, xs))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                "(output, aux)")
+            out, aux = out
+            box.append(aux)
+        leaves, tree = tree_flatten(out)
+        box.insert(0, tree)
+        return leaves
+
+    outs, pullback = vjp_flat(flat_fun, p_flat, getattr(fun, "__name__", "fun"))
+    out_tree = box[0]
+    out_avals = [get_aval(o) for o in outs]
+
+    def vjp_fn(*cts):
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_flat, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp function expected a cotangent with tree structure {out_tree}, "
+                            f"got {ct_tree}")
+        for i, (c, a) in enumerate(zip(ct_flat, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"cotangent {i} has shape {ca.shape} but the output has shape "
+                                 f"{a.shape}")
+        return tuple(tree_unflatten(p_tree, [_as_array(c) for c in pullback(ct_flat)]))
+
+    primal_out = tree_unflatten(out_tree, outs)
+    if has_aux:
+        return primal_out, vjp_fn, box[1]
+    return primal_out, vjp_fn
+
+
+def _as_array(x):
+    """Cotangents handed back to users are minijax arrays, never NumPy values."""
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != dtypes.float0:
+        from minijax.runtime.transfer import device_put
+        return device_put(x)
+    return x
+
+
+def linearize(fun: Callable, *primals):
+    """``(fun(*primals), f_jvp)`` with ``f_jvp(*tangents)`` the linearized function."""
+    p_flat, p_tree = tree_flatten(primals)
+    box = []
+
+    def flat_fun(*xs):
+        leaves, tree = tree_flatten(fun(*tree_unflatten(p_tree, xs)))
+        box.append(tree)
+        return leaves
+
+    outs, lin, residuals = linearize_flat(flat_fun, p_flat)
+
+    def f_jvp(*tangents):
+        t_flat, t_tree = tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function expected tangents with tree {p_tree}, "
+                            f"got {t_tree}")
+        out = eval_jaxpr(lin, [], *residuals, *t_flat)
+        return tree_unflatten(box[0], out)
+
+    return tree_unflatten(box[0], outs), f_jvp
+
+
+def _argnums_tuple(argnums, nargs: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or not -nargs <= a < nargs:
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                            f"least {max(nums) + 1} positional arguments, got {nargs}")
+    return tuple(a % nargs for a in nums)
+
+
+def _check_grad_input(x, path: str, allow_int: bool) -> None:
+    dt = get_aval(x).dtype
+    if dtypes.is_float(dt) or (allow_int and not dtypes.is_complex(dt)):
+        return
+    if dtypes.is_complex(dt):
+        raise TypeError(f"grad requires real-valued inputs for {path}; got {dt.name}. Use "
+                        "holomorphic=True for complex functions, or vjp.")
+    raise TypeError(
+        f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+        f"np.inexact), but got {dt.name} for {path}. If you want to use Boolean- or "
+        f"integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """``(fun(*args), grad(fun)(*args))`` in one pass; mirrors ``jax.value_and_grad``."""
+    def vg(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args))
+        dyn = [args[i] for i in nums]
+        for i, a in zip(nums, dyn):
+            for leaf in tree_flatten(a)[0]:
+                _check_grad_input(leaf, f"argument {i}", allow_int)
+
+        def partial_fun(*dyn_args):
+            full = list(args)
+            for i, a in zip(nums, dyn_args):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        res = vjp(partial_fun, *dyn, has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        oa = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
+        if oa is None or oa.shape != ():
+            shape = oa.shape if oa is not None else type(out).__name__
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                            f"shape: {shape}.")
+        if not dtypes.is_float(oa.dtype) and not (holomorphic and dtypes.is_complex(oa.dtype)):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {oa.dtype.name}. For "
+                            f"holomorphic differentiation, pass holomorphic=True.")
+        g = pullback(np.ones((), oa.dtype))
+        g = g[0] if isinstance(argnums, int) else tuple(g)
+        if has_aux:
+            return (out, res[2]), g
+        return out, g
+
+    vg.__name__ = f"value_and_grad({getattr(fun, '__name__', 'fun')})"
+    return vg
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The gradient of scalar-valued ``fun``; mirrors ``jax.grad``."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    def g(*args, **kwargs):
+        res = vg(*args, **kwargs)
+        if has_aux:
+            (_, aux), gr = res
+            return gr, aux
+        return res[1]
+
+    g.__name__ = f"grad({getattr(fun, '__name__', 'fun')})"
+    return g
