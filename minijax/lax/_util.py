@@ -9,6 +9,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive
+from minijax.transforms.batching import def_elementwise_batch
 
 
 def type_error(prim: str, msg: str, *avals: ShapedArray) -> TypeError:
@@ -74,6 +75,7 @@ def unary_primitive(name: str, hlo_op: str, kinds: str = "fc") -> Primitive:
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
+    def_elementwise_batch(p)
     return p
 
 
@@ -103,4 +105,5 @@ def binary_primitive(name: str, hlo_op: str, kinds: str = "fciu") -> Primitive:
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
+    def_elementwise_batch(p)
     return p

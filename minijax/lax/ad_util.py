@@ -35,3 +35,8 @@ add_any_p.def_transpose(lambda ct, x, y: [ct, ct])
 
 def add_any(x, y):
     return add_any_p.bind(x, y)
+
+
+from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
+
+def_elementwise_batch(add_any_p)

@@ -11,6 +11,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive
+from minijax.transforms.batching import def_elementwise_batch
 from minijax.lax._util import (binary_primitive, broadcast_operand, broadcast_shapes_scalar,
                                check_dtype, same_dtypes)
 
@@ -63,6 +64,7 @@ def _comparison(name: str, direction: str, kinds: str = "fciub") -> Primitive:
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
+    def_elementwise_batch(p)
     return p
 
 

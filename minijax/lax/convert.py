@@ -66,3 +66,8 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
 
 convert_element_type_p.def_jvp(_convert_jvp)
 convert_element_type_p.def_transpose(_convert_transpose)
+
+
+from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
+
+def_elementwise_batch(convert_element_type_p)

@@ -134,3 +134,9 @@ def _clamp_jvp(primals, tangents):
 select_n_p.def_jvp(_select_n_jvp)
 select_n_p.def_transpose(_select_n_transpose)
 clamp_p.def_jvp(_clamp_jvp)
+
+
+from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
+
+def_elementwise_batch(select_n_p)
+def_elementwise_batch(clamp_p)

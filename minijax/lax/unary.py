@@ -235,3 +235,10 @@ for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p):
     defjvp_zero(_p)
 defjvp_linear(real_p)
 defjvp_linear(imag_p)
+
+# ---- batching: all elementwise -------------------------------------------------------------
+
+from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
+
+for _p in (exp2_p, is_finite_p, abs_p, round_p, erf_p, integer_pow_p, imag_p, real_p):
+    def_elementwise_batch(_p)

@@ -121,3 +121,18 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars=(), inline=False):
 jit_p.def_jvp(_jit_jvp)
 jit_p.def_transpose(_jit_transpose)
 jit_p.def_rule("partial_eval")(_jit_partial_eval)
+
+
+# ---- batching: a jit of the batched jaxpr --------------------------------------------------
+
+from minijax.transforms.batching import batch_jaxpr  # noqa: E402
+
+
+def _jit_batch(trace, vals, dims, *, jaxpr, name, donated_invars=(), inline=False):
+    batched, out_dims = batch_jaxpr(jaxpr, dims, trace.axis_size, trace.axis_name)
+    outs = jit_p.bind(*vals, jaxpr=batched, name=name, donated_invars=donated_invars,
+                      inline=inline)
+    return outs, out_dims
+
+
+jit_p.def_batch(_jit_batch)
