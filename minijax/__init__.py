@@ -18,6 +18,7 @@ from minijax.stages.api import eval_shape, make_jaxpr
 from minijax.stages.jit import jit
 from minijax.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from minijax.transforms.batching import vmap
+from minijax.transforms.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from minijax import stages  # noqa: F401
 from minijax.stages import eager as _eager  # noqa: F401  (registers eager execution)
 from minijax import lax, numpy, tree_util  # noqa: F401
@@ -33,6 +34,6 @@ __all__ = [
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
     "device_put", "devices", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
-    "value_and_grad", "vjp", "vmap", "local_devices", "make_jaxpr", "numpy",
+    "value_and_grad", "vjp", "vmap", "checkpoint", "custom_jvp", "custom_vjp", "remat", "local_devices", "make_jaxpr", "numpy",
     "tree_util",
 ]

@@ -126,3 +126,29 @@ def _key_str(k) -> str:
     if isinstance(k, FlattenedIndexKey):
         return f"[<flat index {k.key}>]"
     return f"[{k!r}]"
+
+
+class Partial:
+    """A function with some arguments bound, that is a pytree whose leaves are those
+    arguments (as ``jax.tree_util.Partial``): it can cross ``jit``/``custom_vjp``
+    boundaries as data."""
+
+    __slots__ = ("func", "args", "keywords")
+
+    def __init__(self, func: Callable, *args, **keywords):
+        self.func = func
+        self.args = args
+        self.keywords = keywords
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*self.args, *args, **{**self.keywords, **kwargs})
+
+    def __repr__(self) -> str:
+        return f"Partial({self.func!r}, {len(self.args)} args)"
+
+
+registry.register_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: Partial(func, *children[0], **children[1]),
+)

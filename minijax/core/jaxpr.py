@@ -155,6 +155,20 @@ class ClosedJaxpr:
     __repr__ = __str__
 
 
+def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """Drop equations whose outputs are never used (minijax primitives are pure)."""
+    live = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(id(v) for v in eqn.invars if isinstance(v, Var))
+    if len(kept) == len(jaxpr.eqns):
+        return jaxpr
+    kept.reverse()
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, jaxpr.debug_info)
+
+
 # ---- pretty printing ----------------------------------------------------------
 
 def _letters(n: int) -> str:

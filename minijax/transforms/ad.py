@@ -26,10 +26,10 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr
 from minijax.core.trace import (DebugInfo, Primitive, Trace, Tracer, _leaked, _state,
                                 eval_jaxpr, get_aval, merge_ctx, trace_to_jaxpr, use_trace)
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax.tree_util import Partial, tree_flatten, tree_unflatten
 
 # ---- symbolic zeros and tangent types ------------------------------------------------------
 
@@ -236,7 +236,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
 
     outs, touts = jvp_flat(flat_fun, p_flat, t_flat)
     out_tree = aux_box[0]
-    touts = [instantiate(t) for t in touts]
+    outs = [_as_array(o) for o in outs]
+    touts = [_as_array(instantiate(t)) for t in touts]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
     if has_aux:
         return res + (_strip_aux(aux_box[1]),)
@@ -351,13 +352,14 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknown: Sequence[bool],
     # Residuals that are inputs of the known side still go through as residuals.
     res_list = [v for v in residuals.values()]
     # Literals among residuals are impossible (Literals are never recorded).
-    known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, in_unknown) if not u],
-                  known_outs + res_list, known_eqns, jaxpr.debug_info)
+    known = dce_jaxpr(Jaxpr(jaxpr.constvars,
+                            [v for v, u in zip(jaxpr.invars, in_unknown) if not u],
+                            known_outs + res_list, known_eqns, jaxpr.debug_info))
     # The unknown side gets fresh binders for residuals (same Var objects are fine: the
     # two jaxprs are separate scopes).
-    unknown = Jaxpr([], res_list + [v for v, u in zip(jaxpr.invars, in_unknown) if u],
-                    [a for a, u in zip(jaxpr.outvars, out_unknown) if u], unknown_eqns,
-                    jaxpr.debug_info)
+    unknown = dce_jaxpr(Jaxpr([], res_list + [v for v, u in zip(jaxpr.invars, in_unknown) if u],
+                              [a for a, u in zip(jaxpr.outvars, out_unknown) if u],
+                              unknown_eqns, jaxpr.debug_info))
     return PartialEvalResult(known, unknown, out_unknown, len(res_list))
 
 
@@ -503,31 +505,53 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         box.insert(0, tree)
         return leaves
 
-    outs, pullback = vjp_flat(flat_fun, p_flat, getattr(fun, "__name__", "fun"))
+    outs, lin, residuals = linearize_flat(flat_fun, p_flat, getattr(fun, "__name__", "fun"))
     out_tree = box[0]
-    out_avals = [get_aval(o) for o in outs]
-
-    def vjp_fn(*cts):
-        ct = cts[0] if len(cts) == 1 else cts
-        ct_flat, ct_tree = tree_flatten(ct)
-        if ct_tree != out_tree:
-            raise TypeError(f"vjp function expected a cotangent with tree structure {out_tree}, "
-                            f"got {ct_tree}")
-        for i, (c, a) in enumerate(zip(ct_flat, out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"cotangent {i} has shape {ca.shape} but the output has shape "
-                                 f"{a.shape}")
-        return tuple(tree_unflatten(p_tree, [_as_array(c) for c in pullback(ct_flat)]))
-
+    # The pullback is a Partial whose leaves are the residuals, so it is a pytree that can
+    # be returned from jit or used as custom_vjp residuals (as in jax).
+    spec = _PullbackSpec(lin, p_tree, out_tree, [get_aval(o) for o in outs],
+                         [tangent_aval(get_aval(p)) for p in p_flat])
+    vjp_fn = Partial(spec, *residuals)
     primal_out = tree_unflatten(out_tree, outs)
     if has_aux:
         return primal_out, vjp_fn, box[1]
     return primal_out, vjp_fn
 
 
+class _PullbackSpec:
+    """The static part of a vjp pullback: the linear jaxpr and the trees."""
+
+    def __init__(self, lin, p_tree, out_tree, out_avals, in_ct_avals):
+        self.lin = lin
+        self.p_tree = p_tree
+        self.out_tree = out_tree
+        self.out_avals = out_avals
+        self.in_ct_avals = in_ct_avals
+
+    def __call__(self, *args):
+        n_res = len(self.lin.invars) - len(self.in_ct_avals)
+        residuals, cts = args[:n_res], args[n_res:]
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_flat, ct_tree = tree_flatten(ct)
+        if ct_tree != self.out_tree:
+            raise TypeError(f"vjp function expected a cotangent with tree structure "
+                            f"{self.out_tree}, got {ct_tree}")
+        for i, (c, a) in enumerate(zip(ct_flat, self.out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(f"cotangent {i} has shape {ca.shape} but the output has shape "
+                                 f"{a.shape}")
+        args = list(residuals) + [UndefinedPrimal(a) for a in self.in_ct_avals]
+        cts_in = backward_pass(self.lin, [], args, ct_flat)[n_res:]
+        cts_in = [_as_array(instantiate(c)) for c in cts_in]
+        return tuple(tree_unflatten(self.p_tree, cts_in))
+
+
 def _as_array(x):
-    """Cotangents handed back to users are minijax arrays, never NumPy values."""
+    """Values handed back to users are minijax arrays, never NumPy or Python values."""
+    if type(x) in (int, float, complex, bool):
+        from minijax.runtime.transfer import device_put
+        return device_put(x)
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype != dtypes.float0:
         from minijax.runtime.transfer import device_put
         return device_put(x)
@@ -613,6 +637,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         return out, g
 
     vg.__name__ = f"value_and_grad({getattr(fun, '__name__', 'fun')})"
+    vg.__wrapped__ = fun  # so signature-based argument names follow the user's function
     return vg
 
 
@@ -629,4 +654,5 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         return res[1]
 
     g.__name__ = f"grad({getattr(fun, '__name__', 'fun')})"
+    g.__wrapped__ = fun
     return g

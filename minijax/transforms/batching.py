@@ -160,9 +160,10 @@ def def_elementwise_batch(prim: Primitive) -> None:
                    batch_elementwise(trace, vals, dims, prim, **params))
 
 
-def batch_jaxpr(closed, dims: Sequence[int | None], axis_size: int, axis_name=None):
+def batch_jaxpr(closed, dims: Sequence[int | None], axis_size: int, axis_name=None,
+                instantiate: bool = False):
     """A jaxpr computing ``closed`` batched along ``dims``; outputs batched at axis 0
-    (or unbatched: ``None`` in the returned out_dims)."""
+    (or unbatched: ``None`` in the returned out_dims, unless ``instantiate``)."""
     from minijax.core.jaxpr import ClosedJaxpr
     from minijax.core.trace import DebugInfo, eval_jaxpr, trace_to_jaxpr
     in_avals = []
@@ -184,6 +185,10 @@ def batch_jaxpr(closed, dims: Sequence[int | None], axis_size: int, axis_name=No
         res = []
         for o in outs:
             v, d = trace.split(o)
+            if d is None and instantiate:
+                res.append(broadcast_batch(v, axis_size, 0))
+                out_dims.append(0)
+                continue
             res.append(v if d is None else moveaxis(v, d, 0))
             out_dims.append(None if d is None else 0)
         return res, None

@@ -1,0 +1,426 @@
+"""custom_jvp, custom_vjp and checkpoint (remat).
+
+Each is a primitive carrying the traced primal function as a jaxpr plus the
+user's rule functions:
+
+- ``custom_jvp_call``: evaluates/lowers the primal jaxpr; its jvp calls the
+  user's jvp function.
+- ``custom_vjp_call``: its jvp runs the user's ``fwd`` and emits the tangent as
+  ``custom_lin``, a primitive linear in the tangents whose transpose calls the
+  user's ``bwd``. (So forward-mode jvp of a custom_vjp function is an error, as
+  in jax.)
+- ``checkpoint``: partial evaluation keeps only the inputs as residuals and
+  recomputes the forward pass inside the backward pass.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+from minijax.core.jaxpr import ClosedJaxpr, JaxprEqn, Var, dce_jaxpr
+from minijax.core.trace import (DebugInfo, Primitive, eval_jaxpr, get_aval, trace_to_jaxpr)
+from minijax.transforms.ad import (Zero, backward_pass, instantiate, is_undefined, jvp_jaxpr,
+                                   partial_eval_jaxpr, tangent_aval)
+from minijax.transforms.batching import batch_jaxpr, bdim_at, vmap
+from minijax.tree_util import tree_flatten, tree_unflatten
+
+
+def _trace_closed(flat_fun, avals, name):
+    """Trace to a jaxpr with all consts (tracers too) hoisted to leading inputs."""
+    jaxpr, consts, aux = trace_to_jaxpr(flat_fun, avals, DebugInfo("custom", name, None))
+    from minijax.core.jaxpr import Jaxpr
+    hoisted = Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
+                    jaxpr.debug_info)
+    return ClosedJaxpr(hoisted, []), consts, aux
+
+
+def _split_nondiff(args, nondiff_argnums):
+    nondiff = tuple(args[i] for i in nondiff_argnums)
+    diff = tuple(a for i, a in enumerate(args) if i not in nondiff_argnums)
+    return nondiff, diff
+
+
+def _merge_nondiff(nondiff, diff, nondiff_argnums):
+    out, it_n, it_d = [], iter(nondiff), iter(diff)
+    for i in range(len(nondiff) + len(diff)):
+        out.append(next(it_n) if i in nondiff_argnums else next(it_d))
+    return out
+
+
+def _lower_inline(ctx, *args, call_jaxpr, **_):
+    return ctx.lower_jaxpr(call_jaxpr, args)
+
+
+# ---- custom_jvp ----------------------------------------------------------------------------
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
+custom_jvp_call_p.def_lowering(_lower_inline)
+custom_jvp_call_p.pp_params = lambda p: {"name": p["name"], "call_jaxpr": p["call_jaxpr"]}
+
+
+class custom_jvp:
+    """A function with a user-defined jvp (and, by transposition, vjp); mirrors
+    ``jax.custom_jvp``."""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable | None = None
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One function per argument: ``jvp_i(t_i, primal_out, *primals)``."""
+        def jvp(primals, tangents):
+            out = self(*primals)
+            acc = None
+            for fn, t in zip(jvps, tangents):
+                if fn is None:
+                    continue
+                contrib = fn(t, out, *primals)
+                acc = contrib if acc is None else _tree_add(acc, contrib)
+            if acc is None:
+                from minijax.tree_util import tree_map
+                acc = tree_map(lambda o: instantiate(Zero(tangent_aval(get_aval(o)))), out)
+            return out, acc
+        self.jvp = jvp
+
+    def __call__(self, *args):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        flat, in_tree = tree_flatten(diff)
+        out_box = []
+
+        def flat_fun(*xs):
+            full = _merge_nondiff(nondiff, tree_unflatten(in_tree, xs), self.nondiff_argnums)
+            leaves, tree = tree_flatten(self.fun(*full))
+            out_box.append(tree)
+            return leaves, None
+
+        closed, consts, _ = _trace_closed(flat_fun, [get_aval(x) for x in flat],
+                                          getattr(self.fun, "__name__", "f"))
+        user_jvp, nums = self.jvp, self.nondiff_argnums
+
+        def jvp_flat(primals, tangents):
+            p = tree_unflatten(in_tree, primals)
+            t = tree_unflatten(in_tree, tangents)
+            if nums:
+                out, tout = user_jvp(*nondiff, tuple(p), tuple(t))
+            else:
+                out, tout = user_jvp(tuple(p), tuple(t))
+            out_flat, out_tree = tree_flatten(out)
+            tout_flat, tout_tree = tree_flatten(tout)
+            if out_tree != out_box[0] or tout_tree != out_box[0]:
+                raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
+                                f"the structure of the primal output {out_box[0]}; got "
+                                f"{out_tree} and {tout_tree}")
+            return out_flat, tout_flat
+
+        outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp=jvp_flat,
+                                      num_consts=len(consts),
+                                      name=getattr(self.fun, "__name__", "f"))
+        return tree_unflatten(out_box[0], outs)
+
+
+def _tree_add(a, b):
+    from minijax.tree_util import tree_map
+    from minijax.transforms.ad import add_tangents
+    return tree_map(add_tangents, a, b)
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
+    consts, args = primals[:num_consts], primals[num_consts:]
+    ts = [instantiate(t) for t in tangents[num_consts:]]
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise TypeError(f"custom_jvp function {name} closes over a value that is being "
+                        "differentiated; pass it as an explicit argument instead")
+    out, tout = jvp(list(args), ts)
+    return out, tout
+
+
+def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, num_consts, name):
+    # Batch everything at axis 0; the user's jvp is vmapped over the same axis.
+    size = trace.axis_size
+    vals = [bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
+    batched, _ = batch_jaxpr(call_jaxpr, [0] * len(vals), size, trace.axis_name,
+                             instantiate=True)
+
+    def batched_jvp(primals, tangents):
+        return vmap(lambda p, t: tuple(jvp(list(p), list(t))))(primals, tangents)
+
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
+                                  num_consts=num_consts, name=name)
+    return outs, [0] * len(outs)
+
+
+custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
+custom_jvp_call_p.def_batch(_custom_jvp_call_batch)
+custom_jvp_call_p.def_impl(lambda *args, call_jaxpr, **_: _run(call_jaxpr, args))
+
+
+def _run(closed, args):
+    from minijax.stages.jit_primitive import jit_p
+    return jit_p.bind(*args, jaxpr=closed, name="custom", donated_invars=(False,) * len(args),
+                      inline=True)
+
+
+# ---- custom_vjp ----------------------------------------------------------------------------
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
+custom_vjp_call_p.def_lowering(_lower_inline)
+custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: _run(call_jaxpr, args))
+custom_vjp_call_p.pp_params = lambda p: {"name": p["name"], "call_jaxpr": p["call_jaxpr"]}
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p.def_impl(_custom_lin_impl)
+custom_lin_p.def_lowering(lambda ctx, *a, **p: _custom_lin_impl())
+
+
+class custom_vjp:
+    """A function with a user-defined vjp; mirrors ``jax.custom_vjp``."""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> tuple of cts``."""
+        self.fwd = fwd
+        self.bwd = bwd
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        flat, in_tree = tree_flatten(diff)
+        out_box = []
+        nums, fun, fwd, bwd = self.nondiff_argnums, self.fun, self.fwd, self.bwd
+        name = getattr(fun, "__name__", "f")
+
+        def flat_fun(*xs):
+            full = _merge_nondiff(nondiff, tree_unflatten(in_tree, xs), nums)
+            leaves, tree = tree_flatten(fun(*full))
+            out_box.append(tree)
+            return leaves, None
+
+        closed, consts, _ = _trace_closed(flat_fun, [get_aval(x) for x in flat], name)
+
+        def fwd_flat(primals):
+            full = _merge_nondiff(nondiff, tree_unflatten(in_tree, primals), nums)
+            res = fwd(*full)
+            if not (isinstance(res, tuple) and len(res) == 2):
+                raise TypeError(f"Custom VJP fwd rule for {name} must return a pair "
+                                f"(output, residuals), got {type(res).__name__}")
+            out, residuals = res
+            out_flat, out_tree = tree_flatten(out)
+            if out_tree != out_box[0]:
+                raise TypeError(f"Custom VJP fwd rule for {name} must produce an output with "
+                                f"the structure of the primal function's output "
+                                f"{out_box[0]}; got {out_tree}")
+            return out_flat, residuals
+
+        def bwd_flat(residuals, cts):
+            ct = tree_unflatten(out_box[0], cts)
+            res = bwd(*nondiff, residuals, ct) if nums else bwd(residuals, ct)
+            if not isinstance(res, (tuple, list)):
+                raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of "
+                                f"cotangents, one per differentiable argument; got "
+                                f"{type(res).__name__}")
+            res_flat, res_tree = tree_flatten(tuple(res), is_leaf=lambda x: x is None)
+            if len(res) != len(diff):
+                raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of length "
+                                f"{len(diff)} (one per differentiable argument); got {len(res)}")
+            out = []
+            for c, p in zip(tree_flatten(tuple(res), is_leaf=lambda x: x is None)[0], flat):
+                out.append(Zero(tangent_aval(get_aval(p))) if c is None else c)
+            return out
+
+        outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=fwd_flat,
+                                      bwd=bwd_flat, num_consts=len(consts), name=name)
+        return tree_unflatten(out_box[0], outs)
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
+    args = primals[num_consts:]
+    out, residuals = fwd(list(args))
+    res_flat, res_tree = tree_flatten(residuals)
+    ts = tangents[num_consts:]
+    if all(type(t) is Zero for t in ts):
+        return out, [Zero(tangent_aval(get_aval(o))) for o in out]
+    touts = custom_lin_p.bind(*res_flat, *[instantiate(t) for t in ts], num_res=len(res_flat),
+                              res_tree=res_tree, bwd=bwd,
+                              out_avals=tuple(tangent_aval(get_aval(o)) for o in out))
+    return out, touts
+
+
+def _custom_lin_transpose(cts, *args, num_res, res_tree, bwd, out_avals):
+    res = tree_unflatten(res_tree, args[:num_res])
+    cts = [instantiate(c) for c in cts]
+    cts_in = bwd(res, cts)
+    return [None] * num_res + list(cts_in)
+
+
+def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
+    # Batch everything at axis 0; fwd and bwd are vmapped over the same axis.
+    size = trace.axis_size
+    vals = [bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
+    batched, _ = batch_jaxpr(call_jaxpr, [0] * len(vals), size, trace.axis_name,
+                             instantiate=True)
+
+    def bfwd(primals):
+        return vmap(lambda p: fwd(list(p)))(primals)
+
+    def bbwd(residuals, cts):
+        return vmap(lambda r, c: tuple(bwd(r, list(c))))(residuals, cts)
+
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=bfwd, bwd=bbwd,
+                                  num_consts=num_consts, name=name)
+    return outs, [0] * len(outs)
+
+
+custom_vjp_call_p.def_jvp(_custom_vjp_call_jvp)
+custom_vjp_call_p.def_batch(_custom_vjp_call_batch)
+custom_lin_p.def_transpose(_custom_lin_transpose)
+
+
+# ---- checkpoint (remat) ---------------------------------------------------------------------
+
+checkpoint_p = Primitive("checkpoint", multiple_results=True)
+checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
+checkpoint_p.def_impl(lambda *args, jaxpr, **_: _run(jaxpr, args))
+checkpoint_p.pp_params = lambda p: {"jaxpr": p["jaxpr"], "prevent_cse": p["prevent_cse"],
+                                    "policy": p["policy"]}
+
+
+@checkpoint_p.def_lowering
+def _checkpoint_lower(ctx, *args, jaxpr, prevent_cse=True, policy=None):
+    if prevent_cse and args:
+        # An optimization barrier keeps XLA from merging the recomputation with the
+        # forward pass (which would undo the rematerialization).
+        args = ctx.op("stablehlo.optimization_barrier", list(args), [a.aval for a in args])
+    return ctx.lower_jaxpr(jaxpr, args)
+
+
+def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, policy):
+    nonzero = [type(t) is not Zero for t in tangents]
+    jvp_closed, out_nz = jvp_jaxpr(jaxpr, nonzero, instantiate_out=False)
+    nz = [t for t in tangents if type(t) is not Zero]
+    outs = checkpoint_p.bind(*primals, *nz, jaxpr=jvp_closed, prevent_cse=prevent_cse,
+                             policy=policy)
+    n = len(jaxpr.out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if z else Zero(tangent_aval(a))
+                      for a, z in zip(jaxpr.out_avals, out_nz)]
+
+
+def _checkpoint_partial_eval(eqn, unknowns):
+    """Known side: the primal outputs only. Unknown side: recompute from the known
+    inputs (the only residuals), then the unknown computation."""
+    p = eqn.params
+    closed = p["jaxpr"]
+    pe = partial_eval_jaxpr(closed.jaxpr, unknowns)
+    n_known_out = len(pe.known.outvars) - pe.num_res
+    from minijax.core.jaxpr import Jaxpr
+    known_only = dce_jaxpr(Jaxpr(pe.known.constvars, pe.known.invars,
+                                 pe.known.outvars[:n_known_out], pe.known.eqns,
+                                 pe.known.debug_info))
+    known_in = [a for a, u in zip(eqn.invars, unknowns) if not u]
+    unknown_in = [a for a, u in zip(eqn.invars, unknowns) if u]
+    known_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if not u]
+    unknown_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if u]
+    known = JaxprEqn(checkpoint_p, known_in, known_outvars,
+                     dict(p, jaxpr=ClosedJaxpr(known_only, closed.consts)), eqn.ctx, eqn.source)
+    # Recompute: (known inputs, unknown inputs) -> unknown outputs.
+    k_avals = [get_aval(a) if not isinstance(a, Var) else a.aval for a in known_in]
+    u_avals = [a.aval for a in unknown_in]
+    nk = len(known_in)
+
+    def recompute(*xs):
+        known_outs = eval_jaxpr(pe.known, closed.consts, *xs[:nk])
+        res = known_outs[n_known_out:]
+        return eval_jaxpr(pe.unknown, [], *res, *xs[nk:]), None
+
+    rj, rconsts, _ = trace_to_jaxpr(recompute, k_avals + u_avals,
+                                    DebugInfo("checkpoint", "recompute", None))
+    res_vars = [a for a in known_in if isinstance(a, Var)]
+    unknown = JaxprEqn(checkpoint_p, known_in + unknown_in, unknown_outvars,
+                       dict(p, jaxpr=ClosedJaxpr(dce_jaxpr(rj), rconsts)), eqn.ctx, eqn.source)
+    return [known], [unknown], res_vars
+
+
+def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, policy):
+    # The backward pass (with its recomputation) is itself a checkpoint call.
+    linear = [is_undefined(a) for a in args]
+    nonlin = [a for a in args if not is_undefined(a)]
+    cts = [instantiate(c) for c in cts]
+    n = len(nonlin)
+
+    def fun(*xs):
+        it = iter(xs[:n])
+        full = [a if lin else next(it) for a, lin in zip(args, linear)]
+        out = backward_pass(jaxpr.jaxpr, jaxpr.consts, full, list(xs[n:]))
+        return [instantiate(o) for o, lin in zip(out, linear) if lin], None
+
+    avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
+    tj, tconsts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", "checkpoint", None))
+    outs = checkpoint_p.bind(*nonlin, *cts, jaxpr=ClosedJaxpr(tj, tconsts),
+                             prevent_cse=prevent_cse, policy=policy)
+    it = iter(outs)
+    return [next(it) if lin else None for lin in linear]
+
+
+def _checkpoint_batch(trace, vals, dims, *, jaxpr, prevent_cse, policy):
+    batched, out_dims = batch_jaxpr(jaxpr, dims, trace.axis_size, trace.axis_name)
+    outs = checkpoint_p.bind(*vals, jaxpr=batched, prevent_cse=prevent_cse, policy=policy)
+    return outs, out_dims
+
+
+checkpoint_p.def_jvp(_checkpoint_jvp)
+checkpoint_p.def_transpose(_checkpoint_transpose)
+checkpoint_p.def_batch(_checkpoint_batch)
+checkpoint_p.def_rule("partial_eval")(_checkpoint_partial_eval)
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
+               static_argnums: Sequence[int] = ()) -> Callable:
+    """Recompute ``fun``'s intermediates in the backward pass instead of storing them
+    (``jax.checkpoint`` / ``jax.remat``)."""
+    @functools.wraps(fun)
+    def wrapped(*args):
+        flat, in_tree = tree_flatten(args)
+        out_box = []
+
+        def flat_fun(*xs):
+            leaves, tree = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+            out_box.append(tree)
+            return leaves, None
+
+        closed, consts, _ = _trace_closed(flat_fun, [get_aval(x) for x in flat],
+                                          getattr(fun, "__name__", "f"))
+        outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
+                                 policy=policy)
+        return tree_unflatten(out_box[0], outs)
+    return wrapped
+
+
+remat = checkpoint
