@@ -202,6 +202,8 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, (bool, int, float, complex)):  # subclasses, e.g. IntEnum
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
+        if x.dtype == dtypes.float0:
+            return ShapedArray(x.shape, dtypes.float0)
         return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
     if isinstance(x, (list, tuple)):
         raise TypeError(f"minijax got a Python {type(x).__name__} where an array was expected; "

@@ -227,7 +227,13 @@ defjvp(logistic_p, lambda t, x: _b.mul(t, _b.mul(logistic(x),
                                                  _b.sub(_const_like(x, 1), logistic(x)))))
 defjvp(erf_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, 2 / np.sqrt(np.pi)),
                                             exp(neg(_b.mul(x, x))))))
-defjvp(abs_p, lambda t, x: _b.mul(t, sign(x)))
+def _abs_jvp(t, x):
+    # +t where x >= 0 (so the derivative at 0 is 1, as in jax), -t elsewhere.
+    from minijax.lax.select import select
+    return select(_b.ge(x, _const_like(x, 0)), t, neg(t))
+
+
+defjvp(abs_p, _abs_jvp)
 defjvp(integer_pow_p, lambda t, x, *, y: (
     _b.mul(t, _const_like(x, 0)) if y == 0 else
     _b.mul(t, _b.mul(_const_like(x, y), integer_pow(x, y - 1) if y != 1 else _const_like(x, 1)))))

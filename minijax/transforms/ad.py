@@ -27,8 +27,9 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr
-from minijax.core.trace import (DebugInfo, Primitive, Trace, Tracer, _leaked, _state,
-                                eval_jaxpr, get_aval, merge_ctx, trace_to_jaxpr, use_trace)
+from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive, Trace, Tracer,
+                                _leaked, _state, eval_jaxpr, get_aval, merge_ctx,
+                                trace_to_jaxpr, use_trace, user_source)
 from minijax.tree_util import Partial, tree_flatten, tree_unflatten
 
 # ---- symbolic zeros and tangent types ------------------------------------------------------
@@ -195,11 +196,17 @@ def _check_tangent(p, t, i):
             f"got primal dtype {pa.dtype.name} and tangent dtype {ta.dtype.name}")
 
 
+def _zero_if_float0(t):
+    if type(t) is not Zero and getattr(t, "dtype", None) == dtypes.float0:
+        return Zero(get_aval(t))
+    return t
+
+
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
     """Run ``fun(*primals)`` (flat list out) forward with tangents; returns (outs, out_tangents)
     with symbolic zeros left as ``Zero``."""
     trace = JVPTrace(_state.trace)
-    tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+    tracers = [JVPTracer(trace, p, _zero_if_float0(t)) for p, t in zip(primals, tangents)]
     with use_trace(trace):
         outs = fun(*tracers)
     trace.alive = False
@@ -446,45 +453,93 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
 # ---- linearize, vjp, grad -------------------------------------------------------------------
 
-def _trace_jvp_jaxpr(flat_fun: Callable, primals: Sequence, name: str):
-    """Trace ``flat_fun``'s jvp into a jaxpr over (primals, tangents)."""
-    p_avals = [get_aval(p) for p in primals]
-    n = len(p_avals)
-    out_info = []
+class PartialEvalTrace(JaxprTrace):
+    """A jaxpr trace that records only what depends on its own (unknown) tracers.
 
-    def fun(*args):
-        outs, touts = jvp_flat(flat_fun, args[:n], args[n:])
-        out_info.append(len(outs))
-        return list(outs) + [instantiate(t) for t in touts], None
+    A primitive applied to known values only (concrete arrays, or tracers of an
+    enclosing trace) runs in the parent trace right away; one with an unknown
+    input is recorded, its known inputs becoming constants (the residuals). Under
+    linearization the tangents are the unknowns, so primal values stay concrete
+    and Python control flow on them works, as in jax.
+    """
 
-    t_avals = [tangent_aval(a) for a in p_avals]
-    jaxpr, consts, _ = trace_to_jaxpr(fun, p_avals + t_avals, DebugInfo("vjp", name, None))
-    return jaxpr, consts, out_info[0]
+    def process_primitive(self, prim, args, params):
+        unknown = [type(x) is JaxprTracer and x._trace is self for x in args]
+        if not any(unknown):
+            prev = _state.trace
+            _state.trace = self.parent
+            try:
+                return prim.bind(*args, **params)
+            finally:
+                _state.trace = prev
+        rule = prim.rules.get("partial_eval")
+        if rule is not None and not all(unknown):
+            return self._split(prim, args, params, unknown, rule)
+        return JaxprTrace.process_primitive(self, prim, args, params)
+
+    def _split(self, prim, args, params, unknown, rule):
+        """Use the primitive's partial-eval rule: run its known part now, record the rest."""
+        avals = [get_aval(x) for x in args]
+        invars = [Var(a) for a in avals]
+        outvars = [Var(a) for a in prim.out_avals(avals, params)]
+        eqn = JaxprEqn(prim, invars, outvars, params, _state.ctx, user_source(3))
+        known_eqns, unknown_eqns, _ = rule(eqn, unknown)
+        env: dict[int, Any] = {}
+        own: dict[int, Any] = {}
+        for v, x, u in zip(invars, args, unknown):
+            (own if u else env)[id(v)] = x._var if u else x
+        prev = _state.trace
+        _state.trace = self.parent
+        try:
+            for e in known_eqns:
+                ins = [a.val if type(a) is Literal else env[id(a)] for a in e.invars]
+                out = e.primitive.bind(*ins, **e.params)
+                for v, o in zip(e.outvars, out if e.primitive.multiple_results else [out]):
+                    env[id(v)] = o
+        finally:
+            _state.trace = prev
+        for e in unknown_eqns:
+            ins = []
+            for a in e.invars:
+                if type(a) is Literal or id(a) in own:
+                    ins.append(a if type(a) is Literal else own[id(a)])
+                elif id(a) in env:
+                    ins.append(self.to_atom(env[id(a)]))
+                else:
+                    ins.append(a)  # produced by an earlier unknown equation
+            self.eqns.append(JaxprEqn(e.primitive, ins, e.outvars, e.params, e.ctx, e.source))
+        outs = [env[id(v)] if id(v) in env else JaxprTracer(self, v, eqn.source)
+                for v in outvars]
+        return outs if prim.multiple_results else outs[0]
 
 
 def linearize_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
-    """Returns ``(outs, linear_jaxpr, residuals)``: ``linear_jaxpr`` maps
-    (residuals, tangents) to output tangents."""
-    n = len(primals)
-    jaxpr, consts, n_out = _trace_jvp_jaxpr(flat_fun, primals, name)
-    pe = partial_eval_jaxpr(jaxpr, [False] * n + [True] * n,
-                            [False] * n_out + [True] * n_out)
-    known_out = eval_jaxpr(pe.known, consts, *primals)
-    n_known = len(known_out) - pe.num_res
-    outs, residuals = known_out[:n_known], known_out[n_known:]
-    return outs, pe.unknown, residuals
+    """Run ``flat_fun`` at ``primals`` and record its linearization.
 
-
-def vjp_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
-    outs, lin, residuals = linearize_flat(flat_fun, primals, name)
-    p_avals = [get_aval(p) for p in primals]
-
-    def pullback(cts):
-        args = list(residuals) + [UndefinedPrimal(tangent_aval(a)) for a in p_avals]
-        cts_in = backward_pass(lin, [], args, cts)[len(residuals):]
-        return [instantiate(c) if type(c) is Zero else c for c in cts_in]
-
-    return outs, pullback
+    Returns ``(outs, linear_jaxpr, residuals)``: ``linear_jaxpr`` has the residuals
+    as constvars and maps input tangents to output tangents.
+    """
+    pe = PartialEvalTrace(_state.trace, DebugInfo("linearize", name, None))
+    t_in = [pe.new_arg(tangent_aval(get_aval(p))) for p in primals]
+    jt = JVPTrace(pe)
+    tracers = [JVPTracer(jt, p, t) for p, t in zip(primals, t_in)]
+    prev = _state.trace
+    _state.trace = jt
+    try:
+        outs = flat_fun(*tracers)
+        jt.alive = False
+        pairs = [jt.split(o) for o in outs]
+        _state.trace = pe
+        touts = [instantiate(t) for _, t in pairs]
+        lin, residuals = pe.finish(touts)
+    finally:
+        _state.trace = prev
+        jt.alive = pe.alive = False
+    primal_outs = [p for p, _ in pairs]
+    for p in primal_outs:
+        if isinstance(p, JaxprTracer) and p._trace is pe:
+            raise AssertionError("internal: a primal output depends on tangents")
+    return primal_outs, lin, residuals
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
@@ -495,41 +550,47 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
     def flat_fun(*xs):
         out = fun(*tree_unflatten(p_tree, xs))
+        aux_leaves = []
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 "(output, aux)")
             out, aux = out
-            box.append(aux)
+            aux_leaves, aux_tree = tree_flatten(aux)
+            box.append(aux_tree)
         leaves, tree = tree_flatten(out)
-        box.insert(0, tree)
-        return leaves
+        box.insert(0, (tree, len(leaves)))
+        # aux values are extra (non-differentiated) outputs, so they come out concrete.
+        return leaves + aux_leaves
 
     outs, lin, residuals = linearize_flat(flat_fun, p_flat, getattr(fun, "__name__", "fun"))
-    out_tree = box[0]
+    out_tree, n_out = box[0]
+    outs, aux_vals = outs[:n_out], outs[n_out:]
     # The pullback is a Partial whose leaves are the residuals, so it is a pytree that can
     # be returned from jit or used as custom_vjp residuals (as in jax).
     spec = _PullbackSpec(lin, p_tree, out_tree, [get_aval(o) for o in outs],
-                         [tangent_aval(get_aval(p)) for p in p_flat])
+                         [tangent_aval(get_aval(p)) for p in p_flat],
+                         [tangent_aval(get_aval(a)) for a in aux_vals])
     vjp_fn = Partial(spec, *residuals)
-    primal_out = tree_unflatten(out_tree, outs)
+    primal_out = tree_unflatten(out_tree, [_as_array(o) for o in outs])
     if has_aux:
-        return primal_out, vjp_fn, box[1]
+        return primal_out, vjp_fn, tree_unflatten(box[1], [_as_array(a) for a in aux_vals])
     return primal_out, vjp_fn
 
 
 class _PullbackSpec:
     """The static part of a vjp pullback: the linear jaxpr and the trees."""
 
-    def __init__(self, lin, p_tree, out_tree, out_avals, in_ct_avals):
+    def __init__(self, lin, p_tree, out_tree, out_avals, in_ct_avals, aux_avals=()):
         self.lin = lin
         self.p_tree = p_tree
         self.out_tree = out_tree
         self.out_avals = out_avals
         self.in_ct_avals = in_ct_avals
+        self.aux_avals = list(aux_avals)
 
     def __call__(self, *args):
-        n_res = len(self.lin.invars) - len(self.in_ct_avals)
+        n_res = len(self.lin.constvars)
         residuals, cts = args[:n_res], args[n_res:]
         ct = cts[0] if len(cts) == 1 else cts
         ct_flat, ct_tree = tree_flatten(ct)
@@ -541,8 +602,9 @@ class _PullbackSpec:
             if ca.shape != a.shape:
                 raise ValueError(f"cotangent {i} has shape {ca.shape} but the output has shape "
                                  f"{a.shape}")
-        args = list(residuals) + [UndefinedPrimal(a) for a in self.in_ct_avals]
-        cts_in = backward_pass(self.lin, [], args, ct_flat)[n_res:]
+        args = [UndefinedPrimal(a) for a in self.in_ct_avals]
+        cts_all = list(ct_flat) + [Zero(a) for a in self.aux_avals]
+        cts_in = backward_pass(self.lin, residuals, args, cts_all)
         cts_in = [_as_array(instantiate(c)) for c in cts_in]
         return tuple(tree_unflatten(self.p_tree, cts_in))
 
@@ -575,7 +637,7 @@ def linearize(fun: Callable, *primals):
         if t_tree != p_tree:
             raise TypeError(f"linearized function expected tangents with tree {p_tree}, "
                             f"got {t_tree}")
-        out = eval_jaxpr(lin, [], *residuals, *t_flat)
+        out = eval_jaxpr(lin, residuals, *t_flat)
         return tree_unflatten(box[0], out)
 
     return tree_unflatten(box[0], outs), f_jvp
