@@ -17,7 +17,13 @@ from minijax.runtime.backend import (
     local_devices,
     sharding_for,
 )
-from minijax.runtime.executable import Executable, MemoryAnalysis, compile, deserialize
+from minijax.runtime.executable import (
+    Executable,
+    MemoryAnalysis,
+    compile,
+    default_compile_options,
+    deserialize,
+)
 from minijax.runtime.transfer import block_until_ready, device_put, put_numpy
 
 __all__ = [
@@ -30,6 +36,7 @@ __all__ = [
     "block_until_ready",
     "compile",
     "default_backend",
+    "default_compile_options",
     "default_device",
     "deserialize",
     "device_count",

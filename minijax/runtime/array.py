@@ -15,14 +15,17 @@ Example::
 
 from __future__ import annotations
 
+import ctypes
 import operator
 from typing import Any
 
 import numpy as np
+from jaxlib import _jax
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 
+_asarray = np.asarray
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 
 
@@ -33,10 +36,10 @@ class Array:
       aval: the array's ``ShapedArray`` (shape, dtype, weak_type).
     """
 
-    __slots__ = ("_buf", "aval", "_npy", "_donated", "__weakref__")
+    __slots__ = ("__weakref__", "_buf", "_donated", "_npy", "aval")
 
     __array_priority__ = 100
-    __hash__ = None  # type: ignore[assignment]  # arrays are mutable-looking like numpy's
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like numpy and jax arrays
 
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -140,6 +143,13 @@ class Array:
     # ---- conversion to host values ---------------------------------------------
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if dtype is None and copy is None and self._npy is None:
+            buf = self._buf
+            if not buf.is_deleted():  # the fast path of to_numpy
+                try:
+                    return _asarray(memoryview(buf))
+                except BufferError:
+                    pass
         value = to_numpy(self)
         if copy is None and dtype is None:
             return value
@@ -150,11 +160,12 @@ class Array:
 
     def __dlpack__(self, *, stream: int | None = None, max_version=None,
                    dl_device=None, copy: bool | None = None):
-        from jaxlib import _jax
         self._check_alive()
         if copy:
             raise BufferError("minijax.Array.__dlpack__ does not support copy=True")
-        return _jax.buffer_to_dlpack_managed_tensor(self._buf, stream=stream)
+        # Export from an alias: jaxlib aborts if the exported PyArray itself is
+        # deleted while the capsule lives; deleting ``self`` is then harmless.
+        return _jax.buffer_to_dlpack_managed_tensor(_alias(self._buf, self.aval), stream=stream)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         dev = self.device
@@ -174,20 +185,20 @@ class Array:
     def tobytes(self, order: str = "C") -> bytes:
         return to_numpy(self).tobytes(order)
 
-    def _scalar(self, what: str) -> np.ndarray:
+    def _scalar(self) -> np.ndarray:
         if self.aval.shape:
             raise TypeError("Only scalar arrays can be converted to Python scalars; "
                             f"got arr.ndim={self.ndim}")
         return to_numpy(self)
 
     def __float__(self) -> float:
-        return float(self._scalar("float"))
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self._scalar("int"))
+        return int(self._scalar())
 
     def __complex__(self) -> complex:
-        return complex(self._scalar("complex"))
+        return complex(self._scalar())
 
     def __index__(self) -> int:
         if self.aval.shape or self.aval.dtype.kind not in "iu":
@@ -270,8 +281,11 @@ def _host_addressable(arr: Array) -> bool:
 def to_numpy(arr: Array) -> np.ndarray:
     """The value of ``arr`` as a read-only numpy array.
 
-    On CPU this is a zero-copy view of the device buffer through the buffer
-    protocol (~1 µs); otherwise the host copy is made once and cached on ``arr``.
+    On CPU this is a zero-copy view of the device buffer (~1-2 µs) through the
+    buffer protocol. The view holds an external reference that keeps the memory
+    alive (even through ``delete``); it is not cached, so that the array can
+    still be donated once the view is gone. bfloat16 (which the buffer protocol
+    lacks) and other platforms copy the value to the host once and cache it.
     """
     npy = arr._npy
     if npy is not None:
@@ -280,20 +294,84 @@ def to_numpy(arr: Array) -> np.ndarray:
     if buf.is_deleted():
         raise RuntimeError(arr._deleted_message())
     try:
-        # CPU buffers export the Python buffer protocol: no copy, no jax import.
-        # (Not for bfloat16, and not for accelerator memory.) The view keeps the
-        # buffer's memory alive; it is not cached, so that donation stays possible.
         return np.asarray(memoryview(buf))
     except BufferError:
         pass
+    if _host_addressable(arr):
+        npy = _cpu_copy_via_dlpack(buf, arr.aval)
+        if npy is not None:
+            arr._npy = npy
+            return npy
+    # Accelerator memory: jaxlib's host copy. It tries to import jax from C++,
+    # which we refuse for the duration of the call (it copes without).
     with _backend.no_jax_import():
         npy, did_copy = buf._single_device_array_to_np_array_did_copy()
-    if npy.dtype != arr.aval.dtype:  # defensive: jaxlib hands back its own dtype objects
+    if npy.dtype != arr.aval.dtype:
         npy = npy.view(arr.aval.dtype)
     npy.flags.writeable = False
     if did_copy:
         arr._npy = npy
     return npy
+
+
+# ---- bfloat16 on CPU: a copy read through DLPack --------------------------------------
+#
+# The buffer protocol does not do bfloat16. DLPack does, but a DLPack export that
+# outlives the call must not come from the PyArray that ``delete()`` is later
+# called on (jaxlib then aborts the process), so we copy the bytes out while the
+# capsule is alive (with the GIL held) and drop the capsule before returning.
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):  # the head of DLManagedTensor
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _is_row_major(tensor: _DLTensor, shape: tuple, itemsize: int) -> bool:
+    if not tensor.strides:
+        return True
+    expected = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        if shape[axis] != 1 and tensor.strides[axis] != expected:
+            return False
+        expected *= shape[axis]
+    return True
+
+
+def _cpu_copy_via_dlpack(buf: Any, aval) -> np.ndarray | None:
+    """A read-only host copy of a CPU buffer, or None if it is not laid out row-major."""
+    dtype, shape = aval.dtype, aval.shape
+    if aval.size == 0:
+        out = np.zeros(shape, dtype)
+        out.flags.writeable = False
+        return out
+    buf.block_until_ready()
+    capsule = _jax.buffer_to_dlpack_managed_tensor(buf)
+    tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    if tensor.dtype.bits != dtype.itemsize * 8 or not _is_row_major(tensor, shape,
+                                                                       dtype.itemsize):
+        return None
+    raw = ctypes.string_at(tensor.data + tensor.byte_offset, aval.size * dtype.itemsize)
+    del tensor, capsule  # releases jaxlib's hold on the buffer
+    return np.frombuffer(raw, dtype).reshape(shape)  # read-only (backed by bytes)
+
+
+def _alias(buf: Any, aval) -> Any:
+    """A second jaxlib array object for the same device buffer."""
+    return _jax.array_result_handler(aval, buf._sharding, True, _skip_checks=True)(buf)
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import importlib
 import importlib.util
 import logging
 import os
@@ -123,7 +125,6 @@ class _BlockJaxImport:
     def find_spec(self, name, path=None, target=None):
         if (name == "jax" or name.startswith("jax.")) and threading.get_ident() == self.thread:
             raise ModuleNotFoundError(f"minijax: jax import blocked ({name})", name=name)
-        return None
 
 
 @contextlib.contextmanager
@@ -145,7 +146,7 @@ def no_jax_import() -> Iterator[None]:
 class Backend:
     """A PJRT client together with its platform name and devices."""
 
-    __slots__ = ("client", "platform", "devices", "default_device", "num_cpu_devices")
+    __slots__ = ("client", "default_device", "devices", "num_cpu_devices", "platform")
 
     def __init__(self, client: Client, platform: str, num_cpu_devices: int | None = None):
         self.client = client
@@ -212,17 +213,23 @@ def _preload_nvidia_libraries() -> None:
         if spec is None or not spec.submodule_search_locations:
             continue
         for lib in libs:
-            path = os.path.join(list(spec.submodule_search_locations)[0], "lib", lib)
+            path = os.path.join(next(iter(spec.submodule_search_locations)), "lib", lib)
             with contextlib.suppress(OSError):
                 ctypes.cdll.LoadLibrary(path)
 
 
 def _register_cuda_custom_calls(c_api) -> None:
+    """Register the CUDA plugin's FFI targets (linalg, prng, ...) if its package is there."""
     for pkg in ("jax_cuda13_plugin", "jax_cuda12_plugin"):
         try:
-            ext = importlib.import_module(f"{pkg}.cuda_plugin_extension")
+            with no_jax_import():
+                ext = importlib.import_module(f"{pkg}.cuda_plugin_extension")
         except ImportError:
             continue
+        xla_client.register_custom_type_handler(
+            "CUDA", functools.partial(ext.register_custom_type, c_api))
+        xla_client.register_custom_call_handler(
+            "CUDA", functools.partial(ext.register_custom_call_target, c_api))
         for name, value in ext.ffi_types().items():
             xla_client.register_custom_type(name, value, platform="CUDA")
         for name, value in ext.ffi_handlers().items():
@@ -265,7 +272,7 @@ def _create(platform: str) -> Backend:
                     f"Unable to initialize backend {platform!r}: {_backend_errors[platform]}")
             try:
                 b = _FACTORIES[platform]()
-            except Exception as e:  # noqa: BLE001 - reported to the caller
+            except Exception as e:
                 _backend_errors[platform] = f"{type(e).__name__}: {e}"
                 raise RuntimeError(
                     f"Unable to initialize backend {platform!r}: {_backend_errors[platform]}"

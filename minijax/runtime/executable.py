@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -25,7 +25,7 @@ from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime.array import Array, _wrap
 
-__all__ = ["Executable", "MemoryAnalysis", "compile", "deserialize"]
+__all__ = ["Executable", "MemoryAnalysis", "compile", "default_compile_options", "deserialize"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +53,10 @@ class MemoryAnalysis:
 class Executable:
     """A loaded XLA executable for one device, with precomputed result handlers.
 
+    ``execute(bufs)`` is the dispatch hot path: it takes the jaxlib buffers of
+    the arguments (``Array._buf``) and returns the outputs as ``Array``s. It is
+    a closure made once per executable (no per-call attribute lookups).
+
     Args:
       loaded: jaxlib's ``LoadedExecutable``.
       out_avals: the type of each output.
@@ -60,8 +64,17 @@ class Executable:
       donated: indices of the arguments whose buffers the executable may reuse.
     """
 
-    __slots__ = ("loaded", "out_avals", "backend", "donated", "_handlers", "_exec",
-                 "_single", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_handlers",
+        "backend",
+        "donated",
+        "execute",
+        "loaded",
+        "out_avals",
+    )
+
+    execute: Callable[[list], list[Array]]
 
     def __init__(self, loaded: _jax.LoadedExecutable, out_avals: Sequence[ShapedArray],
                  backend: _backend.Backend, donated: Sequence[int] = ()):
@@ -76,20 +89,12 @@ class Executable:
         sharding = _backend.sharding_for(devices[0])
         self._handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
                           for a in self.out_avals]
-        self._exec = loaded.execute_sharded
-        self._single = self.out_avals[0] if len(self.out_avals) == 1 else None
+        self.execute = _make_execute(loaded.execute_sharded, self._handlers,
+                                     tuple(self.out_avals))
 
     @property
     def device(self) -> _backend.Device:
         return self.loaded.local_devices()[0]
-
-    def execute(self, bufs: list) -> list[Array]:
-        """Run on jaxlib buffers (``Array._buf``); returns the outputs as ``Array``s."""
-        outs = self._exec(bufs).consume_with_handlers(self._handlers)
-        single = self._single
-        if single is not None:
-            return [_wrap(outs[0], single)]
-        return [_wrap(b, a) for b, a in zip(outs, self.out_avals)]
 
     def __call__(self, *args: Array) -> list[Array]:
         """Run on ``Array`` arguments (checks they are alive, marks donated ones)."""
@@ -128,24 +133,70 @@ class Executable:
         return f"Executable(({outs}) on {self.device})"
 
 
+def _make_execute(execute_sharded, handlers: list, out_avals: tuple) -> Callable:
+    """The per-executable dispatch function (see ``Executable.execute``)."""
+    if len(out_avals) == 1:
+        aval = out_avals[0]
+
+        def execute(bufs: list) -> list[Array]:
+            return [_wrap(execute_sharded(bufs).consume_with_handlers(handlers)[0], aval)]
+    else:
+        def execute(bufs: list) -> list[Array]:
+            return list(map(_wrap, execute_sharded(bufs).consume_with_handlers(handlers),
+                            out_avals))
+    return execute
+
+
 def _default_device(backend: _backend.Backend, device) -> Any:
     return backend.default_device if device is None else device
+
+
+def default_compile_options(device: _backend.Device, num_args: int | None = None,
+                            num_outputs: int | None = None) -> xla_client.CompileOptions:
+    """Compile options for one device, set as jax sets them for an unsharded ``jit``.
+
+    With ``num_args``/``num_outputs`` given, the optimized HLO's header matches
+    jax's exactly (it lists XLA's sharding-propagation flags per parameter/output).
+    """
+    opts = xla_client.CompileOptions()
+    opts.num_replicas = 1
+    opts.num_partitions = 1
+    opts.device_assignment = xla_client.DeviceAssignment.create(np.array([[device.id]]))
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    if num_args is not None:
+        build.allow_spmd_sharding_propagation_to_parameters = [True] * num_args
+    if num_outputs is not None:
+        build.allow_spmd_sharding_propagation_to_output = [True] * num_outputs
+    return opts
 
 
 def compile(module: str | bytes, backend: _backend.Backend | str | None = None, *,
             compile_options: xla_client.CompileOptions | None = None,
             out_avals: Sequence[ShapedArray] | None = None,
+            num_args: int | None = None,
             device: _backend.Device | None = None,
             donated: Sequence[int] = ()) -> Executable:
     """Compile a StableHLO module (MLIR text or bytecode) for one device.
 
-    ``out_avals`` gives the outputs' types (with weak types); when omitted they
-    are read from the compiled module's entry signature (``weak_type=False``).
+    Args:
+      module: the module, as MLIR text or bytecode; its entry is ``@main``.
+      backend: backend (or platform name) to compile for; default backend if None.
+      compile_options: XLA options; ``default_compile_options(device, num_args,
+        len(out_avals))`` if None.
+      out_avals: the outputs' types (with weak types); when omitted they are read
+        from the compiled module's entry signature (``weak_type=False``).
+      num_args: number of parameters (only used for the default options).
+      device: the device to run on (the backend's default device if None).
+      donated: indices of parameters whose buffers the executable may reuse
+        (marked ``tf.aliasing_output`` in the module).
     """
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
     if compile_options is None:
-        compile_options = xla_client.CompileOptions()
+        compile_options = default_compile_options(
+            device, num_args, None if out_avals is None else len(out_avals))
     if isinstance(module, bytearray | memoryview):
         module = bytes(module)
     loaded = backend.client.compile_and_load(module, _jax.DeviceList((device,)),

@@ -24,7 +24,7 @@ from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime.array import Array, _wrap, to_numpy
 
-__all__ = ["device_put", "put_numpy", "to_numpy", "block_until_ready"]
+__all__ = ["block_until_ready", "device_put", "put_numpy", "to_numpy"]
 
 _batched_device_put = _jax.batched_device_put
 _ZERO_COPY = _jax.HostBufferSemantics.ZERO_COPY
@@ -38,13 +38,10 @@ _aval_cache: dict[tuple, ShapedArray] = {}
 
 
 def _canonical(dt: np.dtype, x64: bool) -> np.dtype:
-    try:
-        return _canon_cache[dt, x64]
-    except KeyError:
-        pass
-    except TypeError:  # unhashable oddities
-        return dtypes.canonicalize(dt)
-    out = _canon_cache[dt, x64] = dtypes.canonicalize(dt)
+    out = _canon_cache.get((dt, x64))
+    if out is None:
+        native = dt if dt.isnative else dt.newbyteorder("=")
+        out = _canon_cache[dt, x64] = dtypes.canonicalize(native)
     return out
 
 
@@ -94,17 +91,24 @@ def put_numpy(x: np.ndarray, weak_type: bool = False, device=None, *,
     return _wrap(buf, aval)
 
 
-def _put_python_scalar(x: bool | int | float | complex, device) -> Array:
-    dt = dtypes.python_scalar_dtype(x)
-    if dt.kind in "iu" and not isinstance(x, bool):
-        info = np.iinfo(dt)
-        if not info.min <= x <= info.max:
-            raise OverflowError(
-                f"Python int {x} too large to convert to {dt.name}"
-                + ("" if config.enable_x64 else
-                   " (enable 64-bit mode with minijax_enable_x64 for int64)"))
+_scalar_cache: dict[tuple[type, bool], tuple[np.dtype, int, int]] = {}
+
+
+def _put_python_scalar(x: bool | complex, device) -> Array:
+    x64 = config.enable_x64
+    key = (type(x), x64)
+    info = _scalar_cache.get(key)
+    if info is None:
+        dt = dtypes.python_scalar_dtype(x)
+        lo, hi = (int(np.iinfo(dt).min), int(np.iinfo(dt).max)) if dt.kind in "iu" else (0, 0)
+        info = _scalar_cache[key] = (dt, lo, hi)
+    dt, lo, hi = info
+    if lo != hi and not lo <= x <= hi:
+        raise OverflowError(
+            f"Python int {x} too large to convert to {dt.name}"
+            + ("" if x64 else " (enable 64-bit mode with minijax_enable_x64 for int64)"))
     # A bool is strongly typed; int/float/complex scalars are weakly typed.
-    return put_numpy(np.array(x, dtype=dt), not isinstance(x, bool), device, owned=True)
+    return put_numpy(np.array(x, dtype=dt), x.__class__ is not bool, device, owned=True)
 
 
 _PY_SCALARS = (bool, int, float, complex)

@@ -37,17 +37,18 @@ _flatten = tree_flatten
 
 # ---- compiling and running ------------------------------------------------------------
 
-def compile_module(text: str, out_avals: Sequence[ShapedArray], compiler_options=None):
+def compile_module(text: str, out_avals: Sequence[ShapedArray], compiler_options=None,
+                   num_args: int | None = None):
     """Compile StableHLO text on the default backend; returns a runtime Executable."""
     backend = get_backend()
     if compiler_options:
         raise NotImplementedError("compiler_options are not supported yet")
-    return _rt_exe.compile(text, backend, out_avals=list(out_avals))
+    return _rt_exe.compile(text, backend, out_avals=list(out_avals), num_args=num_args)
 
 
 def compile_closed_jaxpr(closed: ClosedJaxpr, name: str):
     text = lower_module(closed, module_name=module_name(name), name_prefix=f"jit({name})")
-    return compile_module(text, closed.out_avals)
+    return compile_module(text, closed.out_avals, num_args=len(closed.in_avals))
 
 
 def to_buffers(args: Iterable[Any]) -> list:
@@ -242,7 +243,7 @@ class Wrapped:
         entry, leaves = self._entry(args, kwargs)
         if entry.exe is None:
             entry.exe = compile_module(self._lower_text(entry), entry.closed.out_avals,
-                                       self._compiler_options)
+                                       self._compiler_options, len(entry.in_avals))
         outs = entry.exe.execute(to_buffers(leaves))
         return entry.out_tree.unflatten(outs)
 

@@ -129,7 +129,8 @@ class Lowered:
         from minijax.stages.jit import compile_module
         opts = compiler_options if compiler_options is not None else \
             self._wrapped._compiler_options
-        exe = compile_module(self._text, self._entry.closed.out_avals, opts)
+        exe = compile_module(self._text, self._entry.closed.out_avals, opts,
+                             len(self._entry.in_avals))
         return Compiled(self._entry, exe)
 
 

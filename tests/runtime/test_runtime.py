@@ -218,6 +218,15 @@ def test_device_put_copies_mutable_numpy_input():
         assert float(np.asarray(x)[0]) == 0.0
 
 
+def test_device_put_big_endian_and_unsupported():
+    a = np.arange(3, dtype=">f4")
+    x = device_put(a)
+    assert x.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(x), a)
+    with pytest.raises(TypeError, match="does not support dtype"):
+        device_put(np.array(["a"]))
+
+
 def test_device_put_non_contiguous():
     a = np.arange(12.0, dtype=np.float32).reshape(3, 4)[:, ::2].T
     np.testing.assert_array_equal(np.asarray(device_put(a)), a)
