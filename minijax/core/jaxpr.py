@@ -247,22 +247,26 @@ def _pp_param(v, names: _Names, indent: int) -> str:
 
 
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
+    """One equation; params go one per line when the equation does not fit in 80 columns
+    or holds a sub-jaxpr (as jax prints)."""
     lhs = " ".join(names.binder(v) for v in eqn.outvars)
     params = eqn.params
     shown = getattr(eqn.primitive, "pp_params", None)
     if shown is not None:
         params = shown(params)
-    pstr = ""
-    if params:
-        items = list(params.items())
-        if any(_is_jaxpr_param(v) for _, v in items):
-            pad = " " * (indent + 2)
-            body = "".join(f"\n{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in items)
-            pstr = f"[{body}\n{' ' * indent}]"
-        else:
-            pstr = "[" + " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in items) + "]"
     rhs = " ".join(names(v) for v in eqn.invars)
-    return f"{lhs} = {eqn.primitive.name}{pstr} {rhs}".rstrip()
+    name = eqn.primitive.name
+    if not params:
+        return f"{lhs} = {name} {rhs}".rstrip()
+    items = list(params.items())
+    if not any(_is_jaxpr_param(v) for _, v in items):
+        flat = "[" + " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in items) + "]"
+        line = f"{lhs} = {name}{flat} {rhs}".rstrip()
+        if indent + len(line) <= 80:
+            return line
+    pad = " " * (indent + 2)
+    body = "".join(f"\n{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in items)
+    return f"{lhs} = {name}[{body}\n{' ' * indent}] {rhs}".rstrip()
 
 
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
