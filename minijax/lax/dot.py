@@ -1,0 +1,184 @@
+"""dot_general: batched tensor contraction, and the ``dot`` helper.
+
+The output dimensions are ordered (batch, lhs free, rhs free), as in jax and
+StableHLO. Operands must have the same dtype unless ``preferred_element_type``
+is given, in which case both are converted to it in the lowering (as jax does
+on CPU/GPU for mixed operands).
+
+Params: ``dimension_numbers`` (tuples of ints), ``precision`` (None or a pair
+of StableHLO precision names) and ``preferred_element_type`` (None or a dtype);
+jaxprs print them as jax does (lists, None values hidden).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive, get_aval
+from minijax.lax._util import type_error
+
+dot_general_p = Primitive("dot_general")
+
+
+def _canonical_dimension_numbers(dimension_numbers) -> tuple:
+    """``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` as int tuples."""
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        return tuple(tuple(tuple(int(d) for d in dims) for dims in pair)
+                     for pair in ((lc, rc), (lb, rb)))
+    except (TypeError, ValueError):
+        raise TypeError(f"dot_general: dimension_numbers must be ((lhs_contracting, "
+                        f"rhs_contracting), (lhs_batch, rhs_batch)), got "
+                        f"{dimension_numbers!r}") from None
+
+
+def _dot_general_pp(params: dict) -> dict:
+    # As jax prints it: dimension numbers as lists, None-valued options hidden.
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    shown = {"dimension_numbers": f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"}
+    shown.update((k, v) for k, v in params.items() if k != "dimension_numbers" and v is not None)
+    return shown
+
+
+dot_general_p.pp_params = _dot_general_pp
+
+
+_PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
+
+
+def _canonical_precision(precision) -> tuple[str, str] | None:
+    """None, or a pair of StableHLO precision names."""
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)):
+        if len(precision) != 2:
+            raise ValueError(f"precision must be None, one value or a pair, got {precision!r}")
+        pair = [_canonical_precision(p) for p in precision]
+        return (pair[0][0] if pair[0] else "DEFAULT", pair[1][0] if pair[1] else "DEFAULT")
+    name = getattr(precision, "name", precision)
+    name = {"bfloat16": "DEFAULT", "fastest": "DEFAULT", "tensorfloat32": "HIGH",
+            "float32": "HIGHEST"}.get(str(name).lower(), str(name).upper())
+    if name not in _PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; use one of {_PRECISIONS}")
+    return (name, name)
+
+
+def _check_dims(side: str, dims: tuple, aval: ShapedArray, what: str, lhs, rhs) -> None:
+    if any(not 0 <= d < aval.ndim for d in dims):
+        raise type_error("dot_general", f"{side} {what} dimensions {list(dims)} must be in "
+                         f"[0, {aval.ndim}) for a {side} of rank {aval.ndim}", lhs, rhs)
+    if len(set(dims)) != len(dims):
+        raise type_error("dot_general", f"{side} {what} dimensions {list(dims)} must be "
+                         f"distinct", lhs, rhs)
+
+
+def _out_shape(lhs: ShapedArray, rhs: ShapedArray, dimension_numbers) -> tuple:
+    (lc, rc), (lb, rb) = dimension_numbers
+    batch = tuple(lhs.shape[d] for d in lb)
+    lhs_free = tuple(d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb)
+    rhs_free = tuple(d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb)
+    return batch + lhs_free + rhs_free
+
+
+@dot_general_p.def_abstract_eval
+def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
+                          preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    _check_dims("lhs", lc, lhs, "contracting", lhs, rhs)
+    _check_dims("lhs", lb, lhs, "batch", lhs, rhs)
+    _check_dims("rhs", rc, rhs, "contracting", lhs, rhs)
+    _check_dims("rhs", rb, rhs, "batch", lhs, rhs)
+    if set(lc) & set(lb) or set(rc) & set(rb):
+        raise type_error("dot_general", f"batch and contracting dimensions must be disjoint, "
+                         f"got {dimension_numbers}", lhs, rhs)
+    if len(lb) != len(rb) or len(lc) != len(rc):
+        raise type_error("dot_general", f"lhs and rhs must have as many batch dimensions and as "
+                         f"many contracting dimensions, got {dimension_numbers}", lhs, rhs)
+    lb_shape = tuple(lhs.shape[d] for d in lb)
+    rb_shape = tuple(rhs.shape[d] for d in rb)
+    if lb_shape != rb_shape:
+        raise type_error("dot_general", f"batch dimensions must have the same sizes, got "
+                         f"{lb_shape} (lhs shape {lhs.shape}) and {rb_shape} (rhs shape "
+                         f"{rhs.shape})", lhs, rhs)
+    lc_shape = tuple(lhs.shape[d] for d in lc)
+    rc_shape = tuple(rhs.shape[d] for d in rc)
+    if lc_shape != rc_shape:
+        raise type_error("dot_general", f"contracting dimensions must have the same sizes, got "
+                         f"{lc_shape} (lhs shape {lhs.shape}) and {rc_shape} (rhs shape "
+                         f"{rhs.shape})", lhs, rhs)
+    if preferred_element_type is None:
+        if lhs.dtype != rhs.dtype:
+            raise type_error("dot_general", "operands must have the same dtype unless "
+                             "preferred_element_type is given; convert one of them with "
+                             "convert_element_type", lhs, rhs)
+        dtype = lhs.dtype
+    else:
+        dtype = np.dtype(preferred_element_type)
+        for a in (lhs, rhs):
+            if (dtypes.is_int(a.dtype) and dtypes.is_int(dtype)
+                    and dtype.itemsize < a.dtype.itemsize):
+                raise type_error("dot_general", f"preferred_element_type {dtype.name} must not "
+                                 f"be narrower than the operand type {a.dtype.name}", lhs, rhs)
+    return ShapedArray(_out_shape(lhs, rhs, dimension_numbers), dtype,
+                       lhs.weak_type and rhs.weak_type)
+
+
+@dot_general_p.def_lowering
+def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
+                       preferred_element_type=None):
+    out = ctx.avals_out[0]
+    if lhs.aval.dtype != rhs.aval.dtype:
+        lhs, rhs = (ctx.op("stablehlo.convert", [v], ShapedArray(v.aval.shape, out.dtype))
+                    if v.aval.dtype != out.dtype else v for v in (lhs, rhs))
+    (lc, rc), (lb, rb) = dimension_numbers
+    parts = []
+    if lb:
+        parts.append(f"lhs_batching_dimensions = {list(lb)}")
+        parts.append(f"rhs_batching_dimensions = {list(rb)}")
+    parts.append(f"lhs_contracting_dimensions = {list(lc)}")
+    parts.append(f"rhs_contracting_dimensions = {list(rc)}")
+    p0, p1 = precision or ("DEFAULT", "DEFAULT")
+    return ctx.op("stablehlo.dot_general", [lhs, rhs], out, {
+        "dot_dimension_numbers": f"#stablehlo.dot<{', '.join(parts)}>",
+        "precision_config": f"[#stablehlo<precision {p0}>, #stablehlo<precision {p1}>]",
+    })
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """General dot product: contract and batch the given dimensions.
+
+    Parameters
+    ----------
+    lhs, rhs : arrays
+    dimension_numbers : ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``
+    precision : None, ``'DEFAULT'``/``'HIGH'``/``'HIGHEST'``, or a pair of them
+    preferred_element_type : dtype of the result (and accumulation), optional
+
+    Returns
+    -------
+    An array with dimensions (batch..., lhs free..., rhs free...).
+    """
+    if preferred_element_type is not None:
+        preferred_element_type = dtypes.canonicalize(preferred_element_type)
+    return dot_general_p.bind(lhs, rhs,
+                              dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
+                              precision=_canonical_precision(precision),
+                              preferred_element_type=preferred_element_type)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product: contracts the last axis of ``lhs`` with the first of ``rhs``.
+
+    Both operands must be 1-D or 2-D.
+    """
+    la, ra = get_aval(lhs), get_aval(rhs)
+    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
+        raise TypeError(f"dot only supports 1-D and 2-D operands, got shapes {la.shape} and "
+                        f"{ra.shape}; use dot_general for other ranks")
+    dims: Sequence = (((la.ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dims, precision=precision,
+                       preferred_element_type=preferred_element_type)

@@ -1,0 +1,219 @@
+"""Reductions over axes: reduce_sum/prod/max/min/and/or, and argmax/argmin.
+
+Each reduction lowers to ``stablehlo.reduce`` with a one-op region and the
+op's identity as the init value. ``argmax``/``argmin`` lower to a variadic
+``stablehlo.reduce`` over (value, index) pairs, the indices made by
+``stablehlo.iota``: the first occurrence wins ties and a NaN beats any number
+(the first NaN wins among NaNs), as in numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive, get_aval
+from minijax.lax._util import check_dtype, type_error
+from minijax.lowering.types import i64_array
+
+# ---- helpers shared with cumulative.py ------------------------------------------------
+
+
+def canonical_axes(prim: str, aval: ShapedArray, axes: Sequence[int]) -> tuple[int, ...]:
+    """Check ``axes`` are distinct, in-range, non-negative axes of ``aval``."""
+    axes = tuple(axes)
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or not 0 <= a < aval.ndim:
+            raise type_error(prim, f"axes {axes} out of range for an operand of rank "
+                             f"{aval.ndim} (axes must be in [0, {aval.ndim}))", aval)
+    if len(set(axes)) != len(axes):
+        raise type_error(prim, f"duplicate axes in {axes}", aval)
+    return axes
+
+
+def identity_value(kind: str, dtype) -> np.ndarray:
+    """The identity of reduction ``kind`` ('add', 'mul', 'max', 'min', 'and', 'or') as a scalar."""
+    dt = np.dtype(dtype)
+    if kind == "add" or kind == "or":
+        return np.zeros((), dt)
+    if kind == "mul":
+        return np.ones((), dt)
+    if kind == "and":
+        return np.array(True if dt == dtypes.bool_ else -1).astype(dt)
+    lowest = kind == "max"
+    if dt == dtypes.bool_:
+        return np.array(not lowest, dt)
+    if dtypes.is_int(dt):
+        info = np.iinfo(dt)
+        return np.array(info.min if lowest else info.max, dt)
+    return np.array(-np.inf if lowest else np.inf, dt)
+
+
+_HLO_OP = {"add": "stablehlo.add", "mul": "stablehlo.multiply", "max": "stablehlo.maximum",
+           "min": "stablehlo.minimum", "and": "stablehlo.and", "or": "stablehlo.or"}
+
+
+def scalar_region(ctx, kind: str, dtype):
+    """A region ``(a, b) -> a <kind> b`` on scalars of ``dtype``."""
+    scalar = ShapedArray((), dtype)
+    region = ctx.new_region([scalar, scalar])
+    with ctx.in_region(region):
+        out = ctx.op(_HLO_OP[kind], list(region.args), scalar)
+        ctx.ret([out])
+    return region
+
+
+# ---- monoid reductions ----------------------------------------------------------------
+# Params mirror jax's: ``axes`` (a tuple); reduce_sum also has ``out_sharding=None``.
+
+
+def _reduction_primitive(name: str, kind: str, kinds: str) -> Primitive:
+    p = Primitive(name)
+
+    def abstract_eval(x, *, axes, out_sharding=None):
+        check_dtype(name, x, kinds)
+        axes = canonical_axes(name, x, axes)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return ShapedArray(shape, x.dtype, x.weak_type)
+
+    def lowering(ctx, x, *, axes, out_sharding=None):
+        out = ctx.avals_out[0]
+        init = ctx.constant(identity_value(kind, out.dtype), out.dtype)
+        region = scalar_region(ctx, kind, out.dtype)
+        return ctx.op("stablehlo.reduce", [x, init], out,
+                      {"dimensions": i64_array(axes)}, regions=[region])
+
+    p.def_abstract_eval(abstract_eval)
+    p.def_lowering(lowering)
+    return p
+
+
+reduce_sum_p = _reduction_primitive("reduce_sum", "add", "fciu")
+reduce_prod_p = _reduction_primitive("reduce_prod", "mul", "fciu")
+reduce_max_p = _reduction_primitive("reduce_max", "max", "fiub")
+reduce_min_p = _reduction_primitive("reduce_min", "min", "fiub")
+reduce_and_p = _reduction_primitive("reduce_and", "and", "iub")
+reduce_or_p = _reduction_primitive("reduce_or", "or", "iub")
+
+
+def _axes_tuple(axes) -> tuple[int, ...]:
+    return tuple(int(a) for a in axes)
+
+
+def reduce_sum(operand, axes: Sequence[int], *, out_sharding=None):
+    """Sum of ``operand`` over ``axes``."""
+    return reduce_sum_p.bind(operand, axes=_axes_tuple(axes), out_sharding=None)
+
+
+def reduce_prod(operand, axes: Sequence[int]):
+    """Product of ``operand`` over ``axes``."""
+    return reduce_prod_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_max(operand, axes: Sequence[int]):
+    """Maximum of ``operand`` over ``axes`` (NaN propagates)."""
+    return reduce_max_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_min(operand, axes: Sequence[int]):
+    """Minimum of ``operand`` over ``axes`` (NaN propagates)."""
+    return reduce_min_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_and(operand, axes: Sequence[int]):
+    """Logical/bitwise AND of ``operand`` over ``axes``."""
+    return reduce_and_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_or(operand, axes: Sequence[int]):
+    """Logical/bitwise OR of ``operand`` over ``axes``."""
+    return reduce_or_p.bind(operand, axes=_axes_tuple(axes))
+
+
+# ---- argmax / argmin ------------------------------------------------------------------
+
+
+def _compare(ctx, x, y, direction: str):
+    dt = x.aval.dtype
+    ctype = "FLOAT" if dtypes.is_inexact(dt) else "SIGNED" if dtypes.is_signed(dt) else "UNSIGNED"
+    return ctx.op("stablehlo.compare", [x, y], ShapedArray((), dtypes.bool_), {
+        "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+        "compare_type": f"#stablehlo<comparison_type {ctype}>"})
+
+
+def _arg_primitive(name: str, direction: str) -> Primitive:
+    p = Primitive(name)
+    is_max = direction == "GT"
+
+    def abstract_eval(x, *, axes, index_dtype):
+        check_dtype(name, x, "fiub")
+        if len(axes) != 1:
+            raise type_error(name, f"expects exactly one axis, got axes={axes}", x)
+        (axis,) = canonical_axes(name, x, axes)
+        if x.shape[axis] == 0:
+            raise type_error(name, f"cannot take the {name} of an empty axis {axis}", x)
+        if not dtypes.is_int(index_dtype):
+            raise type_error(name, f"index_dtype must be an integer dtype, got {index_dtype}", x)
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+        return ShapedArray(shape, index_dtype)
+
+    def lowering(ctx, x, *, axes, index_dtype):
+        (axis,) = axes
+        dt, out = x.aval.dtype, ctx.avals_out[0]
+        idx = ctx.op("stablehlo.iota", [], ShapedArray(x.aval.shape, index_dtype),
+                     {"iota_dimension": f"{axis} : i64"})
+        init_v = ctx.constant(identity_value("max" if is_max else "min", dt), dt)
+        init_i = ctx.constant(0, index_dtype)
+        sv, si = ShapedArray((), dt), ShapedArray((), index_dtype)
+        region = ctx.new_region([sv, si, sv, si])
+        with ctx.in_region(region):
+            av, ai, bv, bi = region.args
+            better = _compare(ctx, av, bv, direction)
+            tie = _compare(ctx, av, bv, "EQ")
+            if dtypes.is_float(dt):
+                a_nan = _compare(ctx, av, av, "NE")
+                b_nan = _compare(ctx, bv, bv, "NE")
+                b_num = ctx.op("stablehlo.not", [b_nan], b_nan.aval)
+                nan_wins = ctx.op("stablehlo.and", [a_nan, b_num], a_nan.aval)
+                better = ctx.op("stablehlo.or", [better, nan_wins], a_nan.aval)
+                both_nan = ctx.op("stablehlo.and", [a_nan, b_nan], a_nan.aval)
+                tie = ctx.op("stablehlo.or", [tie, both_nan], a_nan.aval)
+            first = _compare(ctx, ai, bi, "LT")
+            tie_first = ctx.op("stablehlo.and", [tie, first], tie.aval)
+            pick_a = ctx.op("stablehlo.or", [better, tie_first], tie.aval)
+            v = ctx.op("stablehlo.select", [pick_a, av, bv], sv)
+            i = ctx.op("stablehlo.select", [pick_a, ai, bi], si)
+            ctx.ret([v, i])
+        _, index = ctx.op("stablehlo.reduce", [x, idx, init_v, init_i],
+                          [ShapedArray(out.shape, dt), out],
+                          {"dimensions": i64_array(axes)}, regions=[region])
+        return index
+
+    p.def_abstract_eval(abstract_eval)
+    p.def_lowering(lowering)
+    return p
+
+
+argmax_p = _arg_primitive("argmax", "GT")
+argmin_p = _arg_primitive("argmin", "LT")
+
+
+def _arg_params(operand, axis: int, index_dtype) -> dict:
+    ndim = get_aval(operand).ndim
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return {"axes": (axis % ndim,), "index_dtype": dtypes.canonicalize(index_dtype)}
+
+
+def argmax(operand, axis: int, index_dtype):
+    """Index of the maximum along ``axis`` (first occurrence; NaN counts as the maximum)."""
+    return argmax_p.bind(operand, **_arg_params(operand, axis, index_dtype))
+
+
+def argmin(operand, axis: int, index_dtype):
+    """Index of the minimum along ``axis`` (first occurrence; NaN counts as the minimum)."""
+    return argmin_p.bind(operand, **_arg_params(operand, axis, index_dtype))
