@@ -45,9 +45,11 @@ class Region:
 
 
 class Op:
-    __slots__ = ("results", "name", "operands", "attrs", "result_types", "loc", "regions")
+    __slots__ = ("results", "name", "operands", "attrs", "result_types", "loc", "regions",
+                 "frontend")
 
-    def __init__(self, name, operands, result_types, attrs, loc, regions):
+    def __init__(self, name, operands, result_types, attrs, loc, regions, frontend=None):
+        self.frontend = frontend  # XLA frontend attributes: {key: value string}
         self.name = name
         self.operands = operands
         self.result_types = result_types
@@ -59,6 +61,10 @@ class Op:
     def set_attr(self, key: str, value: str) -> None:
         self.attrs = dict(self.attrs or {})
         self.attrs[key] = value
+
+    def add_frontend_attributes(self, metadata: dict) -> None:
+        """Merge XLA frontend attributes into this op (later values win)."""
+        self.frontend = {**(self.frontend or {}), **metadata}
 
     def render(self, out: list[str], indent: str) -> None:
         res = self.results
@@ -82,8 +88,12 @@ class Op:
             tail = f"{indent}}})"
         else:
             tail = head
-        if self.attrs:
-            tail += " {" + ", ".join(f"{k} = {v}" for k, v in self.attrs.items()) + "}"
+        attrs = self.attrs
+        if self.frontend:
+            fe = ", ".join(f"{string_attr(k)} = {string_attr(v)}" for k, v in self.frontend.items())
+            attrs = {**(attrs or {}), "mhlo.frontend_attributes": "{" + fe + "}"}
+        if attrs:
+            tail += " {" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}"
         in_types = ", ".join(v.type for v in self.operands)
         rt = self.result_types
         out_types = rt[0] if len(rt) == 1 else "(" + ", ".join(rt) + ")"
@@ -107,8 +117,9 @@ class FunctionBuilder:
         self.results: list[Value] = []
         self.result_attrs: list[str] = []
         self.loc: str | None = None         # location for ops emitted now
-        self.attrs: dict[str, str] | None = None  # extra attributes for ops emitted now
+        self.frontend: dict[str, str] | None = None  # XLA metadata for ops emitted now
         self.name_prefix = ""
+        self.outer_metadata: tuple = ()  # XLA metadata applied from the caller
 
     def fresh(self) -> str:
         self._count += 1
@@ -126,9 +137,7 @@ class FunctionBuilder:
         single = isinstance(results, ShapedArray) or isinstance(results, str)
         avals = [results] if single else list(results)
         types = [tensor_type(a) if isinstance(a, ShapedArray) else a for a in avals]
-        if self.attrs:
-            attrs = {**self.attrs, **(attrs or {})}
-        op = Op(name, list(operands), types, attrs, self.loc, list(regions))
+        op = Op(name, list(operands), types, attrs, self.loc, list(regions), self.frontend)
         if len(avals) == 1:
             op.results = [Value(self.fresh(), avals[0], op)]
         elif avals:

@@ -69,15 +69,30 @@ class RuleContext:
         else:
             jaxpr, consts = closed, []
         prefix = f"{self.name_prefix}/{name}" if name else self.name_prefix
-        return lower_jaxpr_into(self.fn, jaxpr, consts, args, prefix)
+        return lower_jaxpr_into(self.fn, jaxpr, consts, args, prefix, self.metadata)
+
+    @property
+    def metadata(self) -> tuple:
+        """The XLA metadata in force for this equation (the caller's, then its own)."""
+        md = self.eqn.ctx.metadata if self.eqn is not None else ()
+        outer = self.fn.outer_metadata
+        if not outer:
+            return md
+        if not md:
+            return outer
+        merged = dict(outer)
+        merged.update(md)
+        return tuple(merged.items())
 
     def lower_function(self, closed: ClosedJaxpr, name: str,
                        loc_name: str | None = None) -> FunctionBuilder:
-        """Lower ``closed`` as a private function ``@name`` of the module (cached per jaxpr).
+        """Lower ``closed`` as a private function ``@name`` of the module (cached per jaxpr
+        and per the metadata in force, which its ops inherit).
 
         Ops inside are named ``<prefix>/<loc_name>/<primitive>``.
         """
-        key = ("func", id(closed.jaxpr), name, loc_name)
+        metadata = self.metadata
+        key = ("func", id(closed.jaxpr), name, loc_name, metadata)
         fn = self.module.cache.get(key)
         if fn is None:
             fn = self.module.new_function(name)
@@ -85,7 +100,7 @@ class RuleContext:
                 fn.add_arg(a)
             loc_name = loc_name or name
             prefix = f"{self.name_prefix}/{loc_name}" if self.name_prefix else loc_name
-            outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, prefix)
+            outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, prefix, metadata)
             fn.results = outs
             self.module.cache[key] = (fn, closed)  # keep closed alive so id() stays unique
         else:
@@ -107,11 +122,27 @@ def _const_value(ctx_fn: FunctionBuilder, x: Any, aval: ShapedArray) -> Value:
     return ctx_fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
 
 
+def frontend_attributes(outer: tuple, inner: tuple) -> dict[str, str] | None:
+    """Metadata pairs merged (inner wins; a value of None removes the key)."""
+    if not outer and not inner:
+        return None
+    md = dict(outer)
+    md.update(inner)
+    out = {k: v for k, v in md.items() if v is not None}
+    return out or None
+
+
 def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
-                     args: Sequence[Value], name_prefix: str) -> list[Value]:
-    """Lower the equations of ``jaxpr`` into ``fn``'s current block; returns the outputs."""
+                     args: Sequence[Value], name_prefix: str,
+                     outer_metadata: tuple = ()) -> list[Value]:
+    """Lower the equations of ``jaxpr`` into ``fn``'s current block; returns the outputs.
+
+    ``outer_metadata`` is the XLA metadata in force where this jaxpr is used (from
+    the caller); each equation's own metadata is applied on top of it.
+    """
     env: dict[int, Value] = {}
-    saved_loc, saved_attrs = fn.loc, fn.attrs
+    saved_loc, saved_fe, saved_md = fn.loc, fn.frontend, fn.outer_metadata
+    fn.outer_metadata = outer_metadata
     prefix_loc = string_attr(name_prefix) if name_prefix else None
     fn.loc = prefix_loc
     for v, c in zip(jaxpr.constvars, consts):
@@ -135,7 +166,8 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
             opname = f"{name_prefix}/{prim.name}" if name_prefix else prim.name
             fn.loc = name_loc(opname, eqn.source)
             md = eqn.ctx.metadata
-            fn.attrs = {"mhlo.frontend_attributes": _frontend_attrs(md)} if md else None
+            fn.frontend = frontend_attributes(outer_metadata, md) if (md or outer_metadata) \
+                else None
             ctx = RuleContext(fn, eqn, [a.aval for a in eqn.invars],
                               [v.aval for v in eqn.outvars], name_prefix)
             outs = rule(ctx, *ins, **eqn.params)
@@ -145,21 +177,18 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
             else:
                 env[id(eqn.outvars[0])] = outs
         fn.loc = prefix_loc
-        fn.attrs = None
+        fn.frontend = None
         return [read(a) for a in jaxpr.outvars]
     finally:
-        fn.loc, fn.attrs = saved_loc, saved_attrs
-
-
-def _frontend_attrs(metadata: tuple) -> str:
-    return "{" + ", ".join(f"{k} = {string_attr(v)}" for k, v in metadata) + "}"
+        fn.loc, fn.frontend, fn.outer_metadata = saved_loc, saved_fe, saved_md
 
 
 def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                  arg_names: Sequence[str] | None = None,
                  result_names: Sequence[str] | None = None,
                  arg_attrs: Sequence[str] | None = None,
-                 num_replicas: int = 1, num_partitions: int = 1) -> str:
+                 num_replicas: int = 1, num_partitions: int = 1,
+                 outer_metadata: tuple = ()) -> str:
     """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``."""
     mod = ModuleBuilder(module_name, {
         "mhlo.num_partitions": f"{num_partitions} : i32",
@@ -170,7 +199,8 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
         name = arg_names[i] if arg_names and i < len(arg_names) else None
         attrs = arg_attrs[i] if arg_attrs else ""
         fn.add_arg(aval, attrs, string_attr(name) if name else None)
-    outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix)
+    outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix,
+                            outer_metadata)
     fn.results = outs
     if result_names is not None:
         fn.result_attrs = [f"jax.result_info = {string_attr(n)}" for n in result_names]

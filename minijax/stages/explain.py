@@ -6,16 +6,13 @@ from __future__ import annotations
 def explain_difference(old: tuple, new: tuple, params) -> list[str]:
     """Reasons, in words, why cache key ``new`` differs from ``old``.
 
-    Keys are ``(in_tree, ctx, config_key, statics, *avals)``.
+    Keys are ``(in_tree, config_key, statics, *avals)``.
     """
     reasons = []
-    o_tree, o_ctx, o_cfg, o_st, *o_avals = old
-    n_tree, n_ctx, n_cfg, n_st, *n_avals = new
+    o_tree, o_cfg, o_st, *o_avals = old
+    n_tree, n_cfg, n_st, *n_avals = new
     if o_tree != n_tree:
         reasons.append(f"the tree structure of the arguments changed from {o_tree} to {n_tree}")
-    if o_ctx != n_ctx:
-        reasons.append(f"the metadata context changed from {dict(o_ctx.metadata)} "
-                       f"to {dict(n_ctx.metadata)}")
     if o_cfg != n_cfg:
         reasons.append(f"config flags that affect tracing changed ({o_cfg} -> {n_cfg})")
     if o_st != n_st:

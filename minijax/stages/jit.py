@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Sequence
 from minijax.config import config
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr
-from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, split_tracer_consts,
+from minijax.core.jaxpr import EMPTY_CTX
+from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
 from minijax.runtime import executable as _rt_exe
@@ -61,11 +62,21 @@ def execute(exe, args: Iterable[Any]) -> list[Array]:
 
 # ---- tracing ----------------------------------------------------------------------------
 
+class _Call:
+    """A compiled executable for one entry under one metadata context."""
+
+    __slots__ = ("exe", "out_tree")
+
+    def __init__(self, exe, out_tree):
+        self.exe = exe
+        self.out_tree = out_tree
+
+
 class _Entry:
     """What one argument signature of a jitted function traced to."""
 
     __slots__ = ("closed", "in_tree", "out_tree", "in_avals", "arg_names", "out_paths",
-                 "hoisted", "exe", "name", "donated")
+                 "hoisted", "calls", "name", "donated")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, out_paths, hoisted,
                  name, donated):
@@ -76,7 +87,7 @@ class _Entry:
         self.arg_names = arg_names
         self.out_paths = out_paths
         self.hoisted = hoisted
-        self.exe = None
+        self.calls: dict = {}  # EqnContext -> _Call
         self.name = name
         self.donated = donated
 
@@ -126,7 +137,8 @@ class Wrapped:
                 dnums.add(names.index(n))
         self._donate_argnums = frozenset(dnums)
         self._simple = not self._static_argnums and not self._static_argnames and not dnums
-        self._cache: dict = {}
+        self._traces: dict = {}  # (tree, config, statics, avals) -> _Entry
+        self._cache: dict = {}   # the same plus the metadata context -> _Call
         self._keys_seen: list = []
         self._trace_count = 0
 
@@ -171,12 +183,16 @@ class Wrapped:
         return tuple(args), {**dyn_kwargs, **kw}
 
     def _entry(self, args: tuple, kwargs: dict, allow_shape_dtype: bool = False):
-        """Find or trace the entry for these arguments; returns (entry, dynamic leaves)."""
+        """Find or trace the entry for these arguments; returns (entry, dynamic leaves).
+
+        The trace cache does not depend on the XLA metadata context: a callee is
+        traced once and the caller's metadata is applied when it is lowered.
+        """
         statics, dyn_args, dyn_kwargs, dyn_nums = self._split(args, kwargs)
         leaves, in_tree = _flatten((dyn_args, dyn_kwargs))
         avals = [abstractify(x, allow_shape_dtype) for x in leaves]
-        key = (in_tree, _state.ctx, config.trace_key, statics, *avals)
-        entry = self._cache.get(key)
+        key = (in_tree, config.trace_key, statics, *avals)
+        entry = self._traces.get(key)
         if entry is None:
             entry = self._trace(key, statics, in_tree, avals, dyn_args, dyn_kwargs, dyn_nums)
         return entry, leaves
@@ -195,7 +211,8 @@ class Wrapped:
         def flat_fun(*tracers):
             a, k = in_tree.unflatten(tracers)
             a, k = self._merge(statics, a, k)
-            out = self._fun(*a, **k)
+            with set_ctx(EMPTY_CTX):  # metadata from outside is applied at lowering
+                out = self._fun(*a, **k)
             pairs, out_tree = tree_flatten_with_path(out)
             out_info.append((out_tree, [p for p, _ in pairs]))
             outs = [x for _, x in pairs]
@@ -209,7 +226,7 @@ class Wrapped:
         entry = _Entry(closed, in_tree, out_tree, avals, arg_names, out_paths, hoisted,
                        self._name, donated)
         if not hoisted:
-            self._cache[key] = entry
+            self._traces[key] = entry
             self._keys_seen.append(key)
         return entry
 
@@ -232,8 +249,8 @@ class Wrapped:
                 try:
                     leaves, in_tree = _flatten((args, kwargs))
                     key = (in_tree, _state.ctx, config.trace_key, (), *[x.aval for x in leaves])
-                    entry = self._cache[key]
-                    return entry.out_tree.unflatten(entry.exe.execute([x._buf for x in leaves]))
+                    call = self._cache[key]
+                    return call.out_tree.unflatten(call.exe.execute([x._buf for x in leaves]))
                 except (AttributeError, KeyError, TypeError):
                     pass
             return self._call_slow(args, kwargs)
@@ -241,10 +258,20 @@ class Wrapped:
 
     def _call_slow(self, args, kwargs):
         entry, leaves = self._entry(args, kwargs)
-        if entry.exe is None:
-            entry.exe = compile_module(self._lower_text(entry), entry.closed.out_avals,
-                                       self._compiler_options, len(entry.in_avals))
-        outs = entry.exe.execute(to_buffers(leaves))
+        ctx = _state.ctx
+        call = entry.calls.get(ctx)
+        if call is None:
+            exe = compile_module(self._lower_text(entry, ctx.metadata), entry.closed.out_avals,
+                                 self._compiler_options, len(entry.in_avals))
+            call = entry.calls[ctx] = _Call(exe, entry.out_tree)
+            if self._simple:
+                leaves_all, in_tree = _flatten((args, kwargs))
+                try:
+                    key = (in_tree, ctx, config.trace_key, (), *[x.aval for x in leaves_all])
+                    self._cache[key] = call
+                except AttributeError:  # not all device arrays: cached on the next call
+                    pass
+        outs = call.exe.execute(to_buffers(leaves))
         return entry.out_tree.unflatten(outs)
 
     def _call_traced(self, args, kwargs):
@@ -254,10 +281,11 @@ class Wrapped:
                           donated_invars=donated, inline=self._inline)
         return entry.out_tree.unflatten(outs)
 
-    def _lower_text(self, entry: _Entry) -> str:
+    def _lower_text(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
         return lower_module(entry.closed, module_name=module_name(self._name),
                             name_prefix=f"jit({self._name})", arg_names=entry.arg_names,
-                            result_names=result_names(entry.out_paths))
+                            result_names=result_names(entry.out_paths),
+                            outer_metadata=outer_metadata)
 
     # -- AOT API
 
@@ -278,9 +306,15 @@ class Wrapped:
 
     def _cache_size(self) -> int:
         """How many argument signatures have been traced and cached."""
-        return len(self._cache)
+        return len(self._traces)
+
+    @property
+    def trace_count(self) -> int:
+        """How many times the function has been traced (for tests and diagnostics)."""
+        return self._trace_count
 
     def clear_cache(self) -> None:
+        self._traces.clear()
         self._cache.clear()
         self._keys_seen.clear()
 

@@ -73,7 +73,9 @@ class Traced:
         if self._entry.hoisted:
             raise ValueError(f"cannot lower {self._entry.name}: it closes over traced values of "
                              "an enclosing transformation")
-        return Lowered(self._wrapped, self._entry, self._wrapped._lower_text(self._entry))
+        from minijax.core.trace import current_ctx
+        return Lowered(self._wrapped, self._entry,
+                       self._wrapped._lower_text(self._entry, current_ctx().metadata))
 
 
 class Lowered:
