@@ -137,6 +137,8 @@ class Primitive:
         self.rules: dict[str, Callable] = {}
         # Optional: params -> the params shown when a jaxpr is printed.
         self.pp_params: Callable[[dict], dict] | None = None
+        # Optional: params -> the op name in locations (default: the primitive's name).
+        self.loc_name: Callable[[dict], str] | None = None
 
     def __repr__(self) -> str:
         return self.name

@@ -83,9 +83,7 @@ def broadcast_operand(ctx, x, shape: tuple):
     """Broadcast a rank-0 value to ``shape`` (for ops that allow scalar operands)."""
     if x.aval.shape == shape:
         return x
-    out = ShapedArray(shape, x.aval.dtype)
-    return ctx.op("stablehlo.broadcast_in_dim", [x], out,
-                  {"broadcast_dimensions": "array<i64>"})
+    return ctx.broadcast_in_dim(x, ShapedArray(shape, x.aval.dtype), ())
 
 
 def binary_primitive(name: str, hlo_op: str, kinds: str = "fciu") -> Primitive:

@@ -36,6 +36,7 @@ abs_p = Primitive("abs")
 round_p = Primitive("round")
 erf_p = Primitive("erf")
 integer_pow_p = Primitive("integer_pow")
+square_p = Primitive("square")
 imag_p = Primitive("imag")
 real_p = Primitive("real")
 
@@ -138,6 +139,17 @@ def _integer_pow_lower(ctx, x, *, y: int):
     return acc
 
 
+@square_p.def_abstract_eval
+def _square_abstract(x):
+    check_dtype("square", x, "fciu")
+    return x
+
+
+@square_p.def_lowering
+def _square_lower(ctx, x):
+    return ctx.op("stablehlo.multiply", [x, x], ctx.avals_out[0])
+
+
 @real_p.def_abstract_eval
 def _real_abstract(x):
     check_dtype("real", x, "c")
@@ -192,6 +204,10 @@ def round(x, rounding_method=0):  # noqa: A001
     return round_p.bind(x, rounding_method=int(rounding_method))
 
 
+def square(x):
+    return square_p.bind(x)
+
+
 def integer_pow(x, y: int):
     return integer_pow_p.bind(x, y=int(y))
 
@@ -237,6 +253,7 @@ defjvp(abs_p, _abs_jvp)
 defjvp(integer_pow_p, lambda t, x, *, y: (
     _b.mul(t, _const_like(x, 0)) if y == 0 else
     _b.mul(t, _b.mul(_const_like(x, y), integer_pow(x, y - 1) if y != 1 else _const_like(x, 1)))))
+defjvp(square_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, 2), x)))
 for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p):
     defjvp_zero(_p)
 defjvp_linear(real_p)
@@ -246,5 +263,6 @@ defjvp_linear(imag_p)
 
 from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
 
-for _p in (exp2_p, is_finite_p, abs_p, round_p, erf_p, integer_pow_p, imag_p, real_p):
+for _p in (exp2_p, is_finite_p, abs_p, round_p, erf_p, integer_pow_p, square_p, imag_p,
+           real_p):
     def_elementwise_batch(_p)

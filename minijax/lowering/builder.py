@@ -137,7 +137,10 @@ class FunctionBuilder:
         single = isinstance(results, ShapedArray) or isinstance(results, str)
         avals = [results] if single else list(results)
         types = [tensor_type(a) if isinstance(a, ShapedArray) else a for a in avals]
-        op = Op(name, list(operands), types, attrs, self.loc, list(regions), self.frontend)
+        # XLA's StableHLO->HLO conversion drops frontend attributes of constants, so they
+        # are not attached there (the metadata check would report them as lost).
+        frontend = self.frontend if name != "stablehlo.constant" else None
+        op = Op(name, list(operands), types, attrs, self.loc, list(regions), frontend)
         if len(avals) == 1:
             op.results = [Value(self.fresh(), avals[0], op)]
         elif avals:

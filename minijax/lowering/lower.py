@@ -18,7 +18,7 @@ from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from minijax.core.trace import get_aval
 from minijax.lowering.builder import FunctionBuilder, ModuleBuilder, Region, Value, name_loc
-from minijax.lowering.types import dense_elements, string_attr
+from minijax.lowering.types import dense_elements, string_attr, tensor_type
 
 
 class LoweringError(Exception):
@@ -54,6 +54,20 @@ class RuleContext:
         if aval.shape != arr.shape and arr.size != 1:
             arr = np.ascontiguousarray(np.broadcast_to(arr, aval.shape))
         return self.fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
+
+    def broadcast_in_dim(self, x: Value, aval: ShapedArray, dims: Sequence[int]) -> Value:
+        """``stablehlo.broadcast_in_dim``; a splat constant is re-emitted at full shape
+        instead (XLA's HLO converter folds constant broadcasts and drops their metadata)."""
+        op = x.op
+        if op is not None and op.name == "stablehlo.constant" and not x.aval.shape:
+            value = op.attrs["value"]
+            if '"0x' not in value:  # a splat literal
+                literal = value.rsplit(" : ", 1)[0]
+                return self.fn.op("stablehlo.constant", [], aval,
+                                  {"value": f"{literal} : {tensor_type(aval)}"})
+        from minijax.lowering.types import i64_array
+        return self.fn.op("stablehlo.broadcast_in_dim", [x], aval,
+                          {"broadcast_dimensions": i64_array(dims)})
 
     def new_region(self, arg_avals: Sequence[ShapedArray]) -> Region:
         return self.fn.new_region(arg_avals)
@@ -107,11 +121,16 @@ class RuleContext:
             fn = fn[0]
         return fn
 
-    def call(self, fn: FunctionBuilder, args: Sequence[Value], attrs=None) -> list[Value]:
+    def call(self, fn: FunctionBuilder, args: Sequence[Value], attrs=None,
+             frontend: dict | None = None) -> list[Value]:
         a = {"callee": f"@{fn.name}"}
         if attrs:
             a.update(attrs)
-        return self.fn.op("func.call", args, [v.aval for v in fn.results], a)
+        outs = self.fn.op("func.call", args, [v.aval for v in fn.results], a)
+        if frontend:
+            op = self.fn.block.ops[-1]
+            op.add_frontend_attributes({k: v for k, v in frontend.items() if v is not None})
+        return outs
 
     def ret(self, values: Sequence[Value], op: str = "stablehlo.return") -> None:
         self.fn.op(op, values, [])
@@ -163,7 +182,8 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
             if rule is None:
                 raise LoweringError(f"primitive {prim.name} has no lowering rule")
             ins = [read(a) for a in eqn.invars]
-            opname = f"{name_prefix}/{prim.name}" if name_prefix else prim.name
+            short = prim.loc_name(eqn.params) if prim.loc_name else prim.name
+            opname = f"{name_prefix}/{short}" if name_prefix else short
             fn.loc = name_loc(opname, eqn.source)
             md = eqn.ctx.metadata
             fn.frontend = frontend_attributes(outer_metadata, md) if (md or outer_metadata) \

@@ -103,7 +103,7 @@ around = round
 
 def square(x, /):
     (x,) = promote_args_numeric("square", x)
-    return lax.integer_pow(x, 2)
+    return lax.square(x)
 
 
 def reciprocal(x, /):

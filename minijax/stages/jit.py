@@ -137,6 +137,7 @@ class Wrapped:
                 dnums.add(names.index(n))
         self._donate_argnums = frozenset(dnums)
         self._simple = not self._static_argnums and not self._static_argnames and not dnums
+        self._call_metadata: tuple = ()  # attributes of the call op (must_fuse_call)
         self._traces: dict = {}  # (tree, config, statics, avals) -> _Entry
         self._cache: dict = {}   # the same plus the metadata context -> _Call
         self._keys_seen: list = []
@@ -261,8 +262,12 @@ class Wrapped:
         ctx = _state.ctx
         call = entry.calls.get(ctx)
         if call is None:
-            exe = compile_module(self._lower_text(entry, ctx.metadata), entry.closed.out_avals,
-                                 self._compiler_options, len(entry.in_avals))
+            text = self._lower_text(entry, ctx.metadata)
+            exe = compile_module(text, entry.closed.out_avals, self._compiler_options,
+                                 len(entry.in_avals))
+            if "mhlo.frontend_attributes" in text:
+                from minijax.stages.stages import check_compiled_metadata
+                check_compiled_metadata(text, exe)
             call = entry.calls[ctx] = _Call(exe, entry.out_tree)
             if self._simple:
                 leaves_all, in_tree = _flatten((args, kwargs))
@@ -278,7 +283,8 @@ class Wrapped:
         entry, leaves = self._entry(args, kwargs)
         donated = (False,) * len(entry.hoisted) + entry.donated
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self._name,
-                          donated_invars=donated, inline=self._inline)
+                          donated_invars=donated, inline=self._inline,
+                          call_metadata=self._call_metadata)
         return entry.out_tree.unflatten(outs)
 
     def _lower_text(self, entry: _Entry, outer_metadata: tuple = ()) -> str:

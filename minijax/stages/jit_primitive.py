@@ -16,7 +16,8 @@ jit_p = Primitive("jit", multiple_results=True)
 
 
 @jit_p.def_abstract_eval
-def _jit_abstract(*avals, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False):
+def _jit_abstract(*avals, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False,
+        call_metadata=()):
     expected = jaxpr.in_avals
     if len(avals) != len(expected) or any(
             a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected)):
@@ -35,18 +36,30 @@ def _symbol(name: str) -> str:
 
 
 @jit_p.def_lowering
-def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False):
+def _jit_lower(ctx, *args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False,
+        call_metadata=()):
     if inline:
         return ctx.lower_jaxpr(jaxpr, args)
-    fn = ctx.lower_function(jaxpr, _symbol(name), f"jit({name})")
+    fn = ctx.lower_function(jaxpr, _symbol(name), _loc_name(name, call_metadata))
+    if call_metadata:
+        # Attributes of the call op itself (e.g. MUST_FUSE), not of the ops inside.
+        return ctx.call(fn, args, frontend=dict(call_metadata))
     return ctx.call(fn, args)
+
+
+def _loc_name(name: str, call_metadata) -> str:
+    return name if call_metadata else f"jit({name})"
+
+
+jit_p.loc_name = lambda params: _loc_name(params["name"], params.get("call_metadata"))
 
 
 _compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @jit_p.def_impl
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False):
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False,
+        call_metadata=()):
     from minijax.stages.jit import compile_closed_jaxpr, execute
     exe = _compiled.get(jaxpr)
     if exe is None:
@@ -64,12 +77,14 @@ from minijax.transforms.ad import (Zero, backward_pass, instantiate, is_undefine
                                    jvp_jaxpr, partial_eval_jaxpr, tangent_aval)
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars=(), inline=False):
+def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars=(), inline=False,
+        call_metadata=()):
     nonzero = [type(t) is not Zero for t in tangents]
     jvp_closed, out_nz = jvp_jaxpr(jaxpr, nonzero, instantiate_out=False)
     nz_tangents = [t for t in tangents if type(t) is not Zero]
     outs = jit_p.bind(*primals, *nz_tangents, jaxpr=jvp_closed, name=name,
-                      donated_invars=(False,) * (len(primals) + len(nz_tangents)), inline=inline)
+                      donated_invars=(False,) * (len(primals) + len(nz_tangents)), inline=inline,
+                      call_metadata=call_metadata)
     n = len(jaxpr.out_avals)
     t_iter = iter(outs[n:])
     touts = [next(t_iter) if nz else Zero(tangent_aval(a))
@@ -97,7 +112,8 @@ def _jit_partial_eval(eqn, unknowns):
     return [known], [unknown], res_vars
 
 
-def _jit_transpose(cts, *args, jaxpr, name, donated_invars=(), inline=False):
+def _jit_transpose(cts, *args, jaxpr, name, donated_invars=(), inline=False,
+        call_metadata=()):
     linear = [is_undefined(a) for a in args]
     nonlin = [a for a in args if not is_undefined(a)]
     cts = [instantiate(c) for c in cts]
@@ -112,8 +128,9 @@ def _jit_transpose(cts, *args, jaxpr, name, donated_invars=(), inline=False):
     avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
     t_jaxpr, consts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", name, None))
     outs = jit_p.bind(*nonlin, *cts, jaxpr=ClosedJaxpr(t_jaxpr, consts),
-                      name=f"transpose({name})", donated_invars=(False,) * len(avals),
-                      inline=inline)
+                      name=f"transpose({name})" if not call_metadata else name,
+                      donated_invars=(False,) * len(avals), inline=inline,
+                      call_metadata=call_metadata)
     it = iter(outs)
     return [next(it) if lin else None for lin in linear]
 
@@ -128,10 +145,11 @@ jit_p.def_rule("partial_eval")(_jit_partial_eval)
 from minijax.transforms.batching import batch_jaxpr  # noqa: E402
 
 
-def _jit_batch(trace, vals, dims, *, jaxpr, name, donated_invars=(), inline=False):
+def _jit_batch(trace, vals, dims, *, jaxpr, name, donated_invars=(), inline=False,
+        call_metadata=()):
     batched, out_dims = batch_jaxpr(jaxpr, dims, trace.axis_size, trace.axis_name)
     outs = jit_p.bind(*vals, jaxpr=batched, name=name, donated_invars=donated_invars,
-                      inline=inline)
+                      inline=inline, call_metadata=call_metadata)
     return outs, out_dims
 
 

@@ -9,6 +9,7 @@ from minijax.core.trace import Tracer
 from minijax.lowering import mlir
 from minijax.runtime.backend import get_backend
 from minijax.stages.common import abstractify
+from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path
 
 
@@ -121,18 +122,32 @@ class Lowered:
         if dialect in (None, "stablehlo", "mhlo"):
             return self._ir()
         if dialect == "hlo":
-            return mlir.to_xla_computation(mlir.to_text(self._ir(), debug_info=True))
+            comp = mlir.to_xla_computation(mlir.to_text(self._ir(), debug_info=True))
+            if "mhlo.frontend_attributes" in self._text:
+                check_attributes_survived(self._text, comp.as_hlo_text())
+            return comp
         raise ValueError(f"unknown dialect {dialect!r}; use 'stablehlo' or 'hlo'")
 
     def cost_analysis(self) -> dict:
         return mlir.cost_analysis(self._text, get_backend().client)
 
-    def compile(self, compiler_options: dict | None = None) -> "Compiled":
+    def compile(self, compiler_options: dict | None = None, *,
+                must_fuse: str = "warn") -> "Compiled":
+        """Compile for the default backend.
+
+        ``must_fuse``: what to do when a ``must_fuse_call`` group is split across
+        fusions by the backend ("warn": ``MustFuseWarning``; "error": raise
+        ``MustFuseError``; "ignore").
+        """
         from minijax.stages.jit import compile_module
+        if must_fuse not in ("warn", "error", "ignore"):
+            raise ValueError(f"must_fuse must be 'warn', 'error' or 'ignore', got {must_fuse!r}")
         opts = compiler_options if compiler_options is not None else \
             self._wrapped._compiler_options
         exe = compile_module(self._text, self._entry.closed.out_avals, opts,
                              len(self._entry.in_avals))
+        if "mhlo.frontend_attributes" in self._text:
+            check_compiled_metadata(self._text, exe, must_fuse)
         return Compiled(self._entry, exe)
 
 
@@ -173,6 +188,10 @@ class Compiled:
     def runtime_executable(self):
         return self._exe.loaded
 
+    def fusion_report(self) -> dict:
+        """For each ``must_fuse_call`` identifier, the fusions its ops landed in."""
+        return fusion_report(self.as_text())
+
     def __call__(self, *args, **kwargs) -> Any:
         entry = self._entry
         leaves, tree = tree_flatten((args, kwargs))
@@ -195,6 +214,31 @@ class Compiled:
     def _arg_name(self, i: int) -> str:
         names = self._entry.arg_names
         return repr(names[i]) if names and i < len(names) else f"at leaf {i}"
+
+
+def check_compiled_metadata(text: str, exe, must_fuse: str = "warn") -> None:
+    """After compiling a module that carries XLA metadata: no attribute may have been
+    dropped by the HLO conversion, and must-fuse groups are checked."""
+    check_attributes_survived(text, mlir.hlo_text(text))
+    if "MUST_FUSE" in text and must_fuse != "ignore":
+        _check_must_fuse(exe.hlo_text(), must_fuse)
+
+
+def _check_must_fuse(optimized_hlo: str, mode: str) -> None:
+    import warnings
+    from minijax.experimental.xla_metadata import MustFuseWarning
+    platform = get_backend().platform
+    for ident, group in fusion_report(optimized_hlo).items():
+        if group.fused:
+            continue
+        where = ", ".join(group.fusions) or "no fusion"
+        extra = f"; left outside any fusion: {', '.join(group.unfused)}" if group.unfused else ""
+        msg = (f"must_fuse_call group {ident!r} was not fused into a single fusion by the "
+               f"{platform} backend: its ops landed in {where}{extra}. XLA:{platform.upper()} "
+               f"does not enforce MUST_FUSE.")
+        if mode == "error":
+            raise MustFuseError(msg)
+        warnings.warn(msg, MustFuseWarning, stacklevel=3)
 
 
 def flat_paths(tree) -> list[str]:
