@@ -34,6 +34,7 @@ __all__ = [
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
     "device_put", "devices", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
-    "value_and_grad", "vjp", "vmap", "checkpoint", "custom_jvp", "custom_vjp", "remat", "local_devices", "make_jaxpr", "numpy",
+    "value_and_grad", "vjp", "vmap", "checkpoint", "custom_jvp", "custom_vjp", "remat",
+    "local_devices", "make_jaxpr", "numpy",
     "tree_util",
 ]

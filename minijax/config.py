@@ -13,7 +13,8 @@ e.g. ``MINIJAX_ENABLE_X64=1``.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 def _env_bool(name: str, default: bool) -> bool:

@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from minijax.core import dtypes
 from minijax.transforms.ad import jvp, vjp
-from minijax.tree_util import tree_flatten, tree_map, tree_unflatten
+from minijax.tree_util import tree_flatten, tree_map
 
 _EPS = {np.dtype(np.float16): 2 ** -4, dtypes.bfloat16: 2 ** -4, np.dtype(np.float32): 2 ** -9,
         np.dtype(np.float64): 1e-6}

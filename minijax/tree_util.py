@@ -7,7 +7,8 @@ containers; anything else is a leaf unless registered with
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from minijax.runtime.pytree import (DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef,
                                     SequenceKey, registry, treedef_tuple)

@@ -33,12 +33,12 @@ class ShapedArray:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type)
 
-    def strip_weak_type(self) -> "ShapedArray":
+    def strip_weak_type(self) -> ShapedArray:
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
 
     def __eq__(self, other) -> bool:

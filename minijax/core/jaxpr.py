@@ -11,7 +11,8 @@ params, the metadata context (``ctx``) and the user source line it came from.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -90,8 +91,9 @@ class JaxprEqn:
         self.ctx = ctx
         self.source = source
 
-    def replace(self, **kw) -> "JaxprEqn":
-        new = JaxprEqn(self.primitive, self.invars, self.outvars, self.params, self.ctx, self.source)
+    def replace(self, **kw) -> JaxprEqn:
+        new = JaxprEqn(self.primitive, self.invars, self.outvars, self.params, self.ctx,
+                       self.source)
         for k, v in kw.items():
             setattr(new, k, v)
         return new

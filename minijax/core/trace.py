@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -53,14 +54,14 @@ def user_source(depth: int = 1) -> SourceInfo | None:
 # ---- thread-local state ----------------------------------------------------------
 
 class _State(threading.local):
-    trace: "Trace"
+    trace: Trace
     ctx: EqnContext = EMPTY_CTX
 
 
 _state = _State()
 
 
-def current_trace() -> "Trace":
+def current_trace() -> Trace:
     return _state.trace
 
 
@@ -100,7 +101,7 @@ class use_trace:
 
     __slots__ = ("trace", "prev")
 
-    def __init__(self, trace: "Trace"):
+    def __init__(self, trace: Trace):
         self.trace = trace
 
     def __enter__(self):
@@ -304,7 +305,7 @@ class Trace:
     """Base interpreter."""
 
     alive = True
-    parent: "Trace | None" = None
+    parent: Trace | None = None
 
     def process_primitive(self, prim: Primitive, args: tuple, params: dict):
         raise NotImplementedError
@@ -312,7 +313,7 @@ class Trace:
     def concrete_value(self, tracer: Tracer, what: str):
         raise ConcretizationTypeError(f"{what} needs a concrete value")
 
-    def is_ancestor_of_or_self(self, other: "Trace") -> bool:
+    def is_ancestor_of_or_self(self, other: Trace) -> bool:
         t = other
         while t is not None:
             if t is self:
@@ -374,7 +375,7 @@ class DebugInfo:
 class JaxprTracer(Tracer):
     __slots__ = ("_var", "_source")
 
-    def __init__(self, trace: "JaxprTrace", var: Var, source):
+    def __init__(self, trace: JaxprTrace, var: Var, source):
         self._trace = trace
         self.aval = var.aval
         self._var = var

@@ -18,7 +18,8 @@ makes a call of a private function tagged ``MUST_FUSE="id"``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 

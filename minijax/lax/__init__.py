@@ -3,9 +3,23 @@
 from minijax.lax.binary import (add, atan2, bitwise_and, bitwise_or, bitwise_xor, div, eq, ge,
                                 gt, le, lt, max, min, mul, ne, nextafter, pow, rem, shift_left,
                                 shift_right_arithmetic, shift_right_logical, sub)
+from minijax.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
 from minijax.lax.convert import convert_element_type
+from minijax.lax.cumulative import cummax, cummin, cumprod, cumsum
+from minijax.lax.dot import dot, dot_general
+from minijax.lax.misc import stop_gradient
+from minijax.lax.reduce import (argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or,
+                                reduce_prod, reduce_sum)
 from minijax.lax.select import clamp, select, select_n
-from minijax.lax.shape import broadcast_in_dim, reshape
+from minijax.lax.shape import (broadcast, broadcast_in_dim, broadcasted_iota, concatenate,
+                               expand_dims, iota, pad, reshape, rev, squeeze, transpose)
+from minijax.lax.slicing import (GatherDimensionNumbers, GatherScatterMode,
+                                 ScatterDimensionNumbers, dynamic_index_in_dim, dynamic_slice,
+                                 dynamic_slice_in_dim, dynamic_update_index_in_dim,
+                                 dynamic_update_slice, dynamic_update_slice_in_dim, gather,
+                                 index_in_dim, scatter, scatter_add, scatter_max, scatter_min,
+                                 scatter_mul, slice, slice_in_dim)
+from minijax.lax.sort import sort, sort_key_val
 from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2, expm1, floor,
                                imag, integer_pow, is_finite, log, log1p, logistic, neg, real,
-                               round, rsqrt, sign, sin, sqrt, tan, tanh)
+                               round, rsqrt, sign, sin, sqrt, square, tan, tanh)

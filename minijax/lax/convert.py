@@ -24,10 +24,11 @@ def _convert_lower(ctx, x, *, new_dtype, weak_type=False):
         return x
     if out.dtype == dtypes.bool_:
         zero = ctx.constant(0, src, x.aval.shape)
+        kind = ("FLOAT" if dtypes.is_inexact(src) else
+                "SIGNED" if dtypes.is_signed(src) else "UNSIGNED")
         return ctx.op("stablehlo.compare", [x, zero], out, {
             "comparison_direction": "#stablehlo<comparison_direction NE>",
-            "compare_type": f"#stablehlo<comparison_type "
-                            f"{'FLOAT' if dtypes.is_inexact(src) else 'SIGNED' if dtypes.is_signed(src) else 'UNSIGNED'}>",
+            "compare_type": f"#stablehlo<comparison_type {kind}>",
         })
     if dtypes.is_complex(src) and not dtypes.is_complex(out.dtype):
         x = ctx.op("stablehlo.real", [x], ShapedArray(x.aval.shape, np.finfo(src).dtype))

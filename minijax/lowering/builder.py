@@ -12,7 +12,7 @@ like the StableHLO they produce.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from minijax.core.aval import ShapedArray
 from minijax.lowering.types import string_attr, tensor_type
@@ -23,7 +23,7 @@ class Value:
 
     __slots__ = ("name", "aval", "op")
 
-    def __init__(self, name: str, aval: ShapedArray, op: "Op | None" = None):
+    def __init__(self, name: str, aval: ShapedArray, op: Op | None = None):
         self.name = name
         self.aval = aval
         self.op = op  # the defining op (None for block arguments)
@@ -105,7 +105,7 @@ class Op:
 class FunctionBuilder:
     """One ``func.func`` being built: value numbering and the current block."""
 
-    def __init__(self, module: "ModuleBuilder", name: str, visibility: str = "private"):
+    def __init__(self, module: ModuleBuilder, name: str, visibility: str = "private"):
         self.module = module
         self.name = name
         self.visibility = visibility
@@ -167,7 +167,7 @@ class FunctionBuilder:
         def __exit__(self, *exc):
             self.fn.block = self.prev
 
-    def in_region(self, region: Region) -> "_InRegion":
+    def in_region(self, region: Region) -> _InRegion:
         """``with fn.in_region(r):`` emits into region ``r``."""
         return FunctionBuilder._InRegion(self, region)
 

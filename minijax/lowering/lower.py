@@ -10,7 +10,8 @@ regions of control flow). Each equation is lowered by its primitive's
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -37,7 +37,8 @@ def parse(text: str) -> ir.Module:
         try:
             module = ir.Module.parse(text)
         except Exception as e:  # MLIRError
-            raise RuntimeError(f"minijax produced invalid MLIR (please report):\n{e}\n{text}") from e
+            raise RuntimeError(
+                f"minijax produced invalid MLIR (please report):\n{e}\n{text}") from e
         if not module.operation.verify():
             raise RuntimeError(f"minijax produced MLIR that does not verify:\n{text}")
     return module

@@ -4,6 +4,20 @@ import numpy as _np
 
 from minijax.core import dtypes as _dtypes
 from minijax.numpy._creation import array, asarray, empty, full, ones, zeros
+from minijax.numpy._linalg_ops import (dot, einsum, inner, matmul, outer, tensordot,
+                                       vdot)
+from minijax.numpy._indexing import (NonConcreteBooleanIndexError, _getitem,
+                                      _IndexUpdateHelper, take, take_along_axis)
+from minijax.numpy._reductions import (all, amax, amin, any, argmax, argmin, count_nonzero,
+                                       cumprod, cumsum, max, mean, min, prod, std, sum, var)
+from minijax.numpy._shape import (arange, array_split, astype, atleast_1d, atleast_2d,
+                                   atleast_3d, broadcast_arrays, broadcast_to, concatenate,
+                                   empty_like, expand_dims, eye, flatten, flip, fliplr, flipud,
+                                   full_like, hstack, identity, linspace, moveaxis, ones_like,
+                                   pad, permute_dims, ravel, repeat, reshape, split, squeeze,
+                                   stack, swapaxes, tile, transpose, tril, triu, vstack,
+                                   zeros_like)
+from minijax.numpy._sorting import argsort, sort
 from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_and,
                                    bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clip, cos,
                                    divide, equal, exp, exp2, expm1, float_power, floor,

@@ -90,7 +90,8 @@ class Array:
     def _deleted_message(self) -> str:
         how = ("donated to a jit-compiled computation (its buffer was reused)"
                if self._donated else "deleted")
-        return f"Array has been {how}, so it can no longer be used (it was {self.aval.str_short()})."
+        return (f"Array has been {how}, so it can no longer be used "
+                f"(it was {self.aval.str_short()}).")
 
     @property
     def device(self) -> _backend.Device:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 from minijax.core.aval import ShapeDtypeStruct
 from minijax.core.jaxpr import ClosedJaxpr

@@ -108,7 +108,7 @@ def fusion_report(optimized_hlo: str) -> dict[str, FusionGroup]:
             continue
         computations[current].append(line)
     fused_by: dict[str, str] = {}  # fused computation -> fusion instruction
-    for comp, lines in computations.items():
+    for lines in computations.values():
         for line in lines:
             m = _INSTR.match(line)
             if m and m.group(2) == "fusion":

@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 from minijax.config import config
 from minijax.core.aval import ShapedArray

@@ -54,7 +54,7 @@ def _loc_name(name: str, call_metadata) -> str:
 jit_p.loc_name = lambda params: _loc_name(params["name"], params.get("call_metadata"))
 
 
-_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @jit_p.def_impl

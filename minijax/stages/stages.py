@@ -70,7 +70,7 @@ class Traced:
     def out_tree(self):
         return self._entry.out_tree
 
-    def lower(self) -> "Lowered":
+    def lower(self) -> Lowered:
         if self._entry.hoisted:
             raise ValueError(f"cannot lower {self._entry.name}: it closes over traced values of "
                              "an enclosing transformation")
@@ -132,7 +132,7 @@ class Lowered:
         return mlir.cost_analysis(self._text, get_backend().client)
 
     def compile(self, compiler_options: dict | None = None, *,
-                must_fuse: str = "warn") -> "Compiled":
+                must_fuse: str = "warn") -> Compiled:
         """Compile for the default backend.
 
         ``must_fuse``: what to do when a ``must_fuse_call`` group is split across

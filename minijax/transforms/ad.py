@@ -20,7 +20,8 @@ their derivatives.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -131,7 +132,7 @@ def defjvp_zero(prim: Primitive) -> None:
 class JVPTracer(Tracer):
     __slots__ = ("primal", "tangent")
 
-    def __init__(self, trace: "JVPTrace", primal, tangent):
+    def __init__(self, trace: JVPTrace, primal, tangent):
         self._trace = trace
         self.aval = get_aval(primal)
         self.primal = primal

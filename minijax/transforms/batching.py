@@ -9,7 +9,8 @@ has no loops.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,7 +24,7 @@ not_mapped = None
 class BatchTracer(Tracer):
     __slots__ = ("val", "bdim")
 
-    def __init__(self, trace: "BatchTrace", val, bdim: int | None):
+    def __init__(self, trace: BatchTrace, val, bdim: int | None):
         self._trace = trace
         self.val = val
         self.bdim = bdim
@@ -86,7 +87,7 @@ class BatchTrace(Trace):
             f"`jnp.where`, `lax.cond` or `lax.select` instead.")
 
 
-def find_axis(trace: Trace, name) -> "BatchTrace | None":
+def find_axis(trace: Trace, name) -> BatchTrace | None:
     """The enclosing vmap's trace that binds axis ``name`` (for collectives)."""
     t = trace
     while t is not None:
@@ -242,7 +243,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
         size = _mapped_size(leaves, axes, names, axis_size)
         trace = BatchTrace(_state.trace, size, axis_name)
         tracers = []
-        for x, ax, nm in zip(leaves, axes, names):
+        for x, ax in zip(leaves, axes):
             if ax is None:
                 tracers.append(x)
                 continue

@@ -16,7 +16,7 @@ user's rule functions:
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from minijax.core.jaxpr import ClosedJaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.trace import (DebugInfo, Primitive, eval_jaxpr, get_aval, trace_to_jaxpr)
@@ -137,7 +137,7 @@ def _tree_add(a, b):
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
-    consts, args = primals[:num_consts], primals[num_consts:]
+    args = primals[num_consts:]
     ts = [instantiate(t) for t in tangents[num_consts:]]
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise TypeError(f"custom_jvp function {name} closes over a value that is being "

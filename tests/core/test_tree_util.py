@@ -27,7 +27,8 @@ def test_flatten_unflatten_matches_jax(tree):
 @pytest.mark.parametrize("tree", TREES, ids=range(len(TREES)))
 def test_key_paths_match_jax(tree):
     ours = [(tu.keystr(p), v) for p, v in tu.tree_flatten_with_path(tree)[0]]
-    theirs = [(jax.tree_util.keystr(p), v) for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    theirs = [(jax.tree_util.keystr(p), v)
+              for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]]
     assert ours == theirs
 
 

@@ -48,7 +48,8 @@ module @jit_f {
 # Two outputs of different types: (a + b, a * b) on i32[2,2] and the f32 sum of a.
 TWO_OUTPUTS = """
 module @jit_g {
-  func.func public @main(%a: tensor<2x2xi32>, %b: tensor<2x2xi32>) -> (tensor<2x2xi32>, tensor<2x2xi32>) {
+  func.func public @main(%a: tensor<2x2xi32>, %b: tensor<2x2xi32>)
+      -> (tensor<2x2xi32>, tensor<2x2xi32>) {
     %0 = "stablehlo.add"(%a, %b) : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>
     %1 = "stablehlo.multiply"(%a, %b) : (tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>
     "func.return"(%0, %1) : (tensor<2x2xi32>, tensor<2x2xi32>) -> ()
@@ -108,7 +109,7 @@ def _run_python(code: str, env: dict | None = None) -> str:
     return proc.stdout
 
 
-# ---- backends ------------------------------------------------------------------------------
+# ---- backends -----------------------------------------------------------------------------------
 
 def test_cpu_backend_and_devices():
     b = get_backend("cpu")
@@ -176,7 +177,7 @@ def test_several_cpu_devices_in_subprocess():
     assert out.strip().endswith("ok")
 
 
-# ---- device_put ------------------------------------------------------------------------------
+# ---- device_put ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dt", ALL_DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("shape", [(), (0,), (2, 3)], ids=["0d", "empty", "2x3"])
@@ -285,7 +286,7 @@ def test_float64_narrowing_when_x64_off():
         config.update("minijax_enable_x64", prev)
 
 
-# ---- Array -------------------------------------------------------------------------------------
+# ---- Array --------------------------------------------------------------------------------------
 
 def test_array_not_constructible_directly():
     with pytest.raises(TypeError, match="cannot be constructed directly"):
@@ -403,7 +404,7 @@ def test_repr_matches_jax_x64(enable_x64, value):
         jax.config.update("jax_enable_x64", prev)
 
 
-# ---- deletion and donation ---------------------------------------------------------------------------
+# ---- deletion and donation ----------------------------------------------------------------------
 
 def test_deleted_array_raises():
     x = device_put(np.arange(3, dtype=np.float32))
@@ -459,7 +460,7 @@ def test_donated_array_raises():
     assert not y.is_deleted()
 
 
-# ---- compile and execute -------------------------------------------------------------------------------
+# ---- compile and execute ------------------------------------------------------------------------
 
 def test_compile_and_execute_add():
     e = compile(ADD_F32)
