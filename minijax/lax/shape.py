@@ -1,9 +1,17 @@
-"""Shape primitives: broadcast_in_dim, reshape (more join this family)."""
+"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, concatenate, pad, rev, iota.
+
+Also the lax functions built on them: ``expand_dims``, ``broadcast``,
+``broadcasted_iota``.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from collections.abc import Sequence
 
+import numpy as np
+
+from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax._util import type_error
@@ -11,10 +19,26 @@ from minijax.lowering.types import i64_array
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 reshape_p = Primitive("reshape")
+transpose_p = Primitive("transpose")
+squeeze_p = Primitive("squeeze")
+concatenate_p = Primitive("concatenate")
+pad_p = Primitive("pad")
+rev_p = Primitive("rev")
+iota_p = Primitive("iota")
 
+
+def canonicalize_axis(axis: int, ndim: int) -> int:
+    """``axis`` in ``[0, ndim)``; negative axes count from the end (ValueError if out of range)."""
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+# ---- broadcast_in_dim ----------------------------------------------------------------
 
 @broadcast_in_dim_p.def_abstract_eval
-def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions, sharding=None):
+def _broadcast_in_dim_abstract(x, *, broadcast_dimensions, shape, sharding=None):
     if len(broadcast_dimensions) != x.ndim:
         raise type_error("broadcast_in_dim", f"broadcast_dimensions {broadcast_dimensions} must "
                          f"have one entry per operand dimension", x)
@@ -28,37 +52,292 @@ def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions, sharding=None)
 
 
 @broadcast_in_dim_p.def_lowering
-def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions, sharding=None):
+def _broadcast_in_dim_lower(ctx, x, *, broadcast_dimensions, shape, sharding=None):
     return ctx.op("stablehlo.broadcast_in_dim", [x], ctx.avals_out[0],
                   {"broadcast_dimensions": i64_array(broadcast_dimensions)})
 
 
+def _broadcast_in_dim_pp(params: dict) -> dict:
+    # As jax prints it: the shape is in the binder's type; trivial dimensions are hidden.
+    shown = {}
+    if params["broadcast_dimensions"]:
+        shown["broadcast_dimensions"] = params["broadcast_dimensions"]
+    if params.get("sharding") is not None:
+        shown["sharding"] = params["sharding"]
+    return shown
+
+
+broadcast_in_dim_p.pp_params = _broadcast_in_dim_pp
+
+
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    """Broadcast ``x`` to ``shape``; operand dim ``i`` becomes dim ``broadcast_dimensions[i]``."""
     shape = tuple(int(d) for d in shape)
     dims = tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval(x)
     if aval.shape == shape and dims == tuple(range(len(shape))) and hasattr(x, "aval"):
         return x
-    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims, sharding=None)
+    return broadcast_in_dim_p.bind(x, broadcast_dimensions=dims, shape=shape, sharding=None)
 
+
+def broadcast(x, sizes: Sequence[int]):
+    """Add leading dimensions of ``sizes`` to ``x`` (as ``jax.lax.broadcast``)."""
+    aval = get_aval(x)
+    sizes = tuple(int(d) for d in sizes)
+    dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
+    return broadcast_in_dim(x, sizes + aval.shape, dims)
+
+
+# ---- reshape ------------------------------------------------------------------------
 
 @reshape_p.def_abstract_eval
-def _reshape_abstract(x, *, new_sizes, dimensions=None, sharding=None):
-    import math
+def _reshape_abstract(x, *, dimensions=None, new_sizes, sharding=None):
     if math.prod(new_sizes) != x.size or any(d < 0 for d in new_sizes):
         raise type_error("reshape", f"cannot reshape array of shape {x.shape} (size {x.size}) "
-                         f"into shape {tuple(new_sizes)}", x)
+                         f"into shape {tuple(new_sizes)} (size {math.prod(new_sizes)})", x)
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise type_error("reshape", f"dimensions {dimensions} must be a permutation of the "
+                         f"operand dimensions {tuple(range(x.ndim))}", x)
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
 @reshape_p.def_lowering
-def _reshape_lower(ctx, x, *, new_sizes, dimensions=None, sharding=None):
+def _reshape_lower(ctx, x, *, dimensions=None, new_sizes, sharding=None):
+    if dimensions is not None:
+        shape = tuple(x.aval.shape[d] for d in dimensions)
+        x = ctx.op("stablehlo.transpose", [x], ShapedArray(shape, x.aval.dtype),
+                   {"permutation": i64_array(dimensions)})
     return ctx.op("stablehlo.reshape", [x], ctx.avals_out[0])
 
 
-def reshape(x, new_sizes: Sequence[int], dimensions=None):
+def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
+    """Reshape ``x`` to ``new_sizes``; ``dimensions`` transposes the operand first."""
     new_sizes = tuple(int(d) for d in new_sizes)
     aval = get_aval(x)
-    if aval.shape == new_sizes and hasattr(x, "aval"):
+    dims = None
+    if dimensions is not None:
+        dims = tuple(int(d) for d in dimensions)
+        if dims == tuple(range(aval.ndim)):
+            dims = None
+    if aval.shape == new_sizes and dims is None and hasattr(x, "aval"):
         return x
-    return reshape_p.bind(x, new_sizes=new_sizes, dimensions=None, sharding=None)
+    return reshape_p.bind(x, dimensions=dims, new_sizes=new_sizes, sharding=None)
+
+
+# ---- transpose ----------------------------------------------------------------------
+
+@transpose_p.def_abstract_eval
+def _transpose_abstract(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise type_error("transpose", f"transpose permutation isn't a permutation of operand "
+                         f"dimensions, got permutation {permutation} for operand shape "
+                         f"{x.shape}", x)
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
+
+
+@transpose_p.def_lowering
+def _transpose_lower(ctx, x, *, permutation):
+    return ctx.op("stablehlo.transpose", [x], ctx.avals_out[0],
+                  {"permutation": i64_array(permutation)})
+
+
+def transpose(x, permutation: Sequence[int]):
+    """Permute the dimensions of ``x``: output dim ``i`` is operand dim ``permutation[i]``."""
+    perm = tuple(int(p) for p in permutation)
+    if perm == tuple(range(get_aval(x).ndim)) and hasattr(x, "aval"):
+        return x
+    return transpose_p.bind(x, permutation=perm)
+
+
+# ---- squeeze / expand_dims ------------------------------------------------------------
+
+def _check_squeeze(x: ShapedArray, dimensions) -> None:
+    if any(not 0 <= d < x.ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"squeeze: dimensions {dimensions} must be distinct axes of an array "
+                         f"of shape {x.shape}")
+    if any(x.shape[d] != 1 for d in dimensions):
+        raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                         f"one, got shape={x.shape} and dimensions={dimensions}")
+
+
+@squeeze_p.def_abstract_eval
+def _squeeze_abstract(x, *, dimensions):
+    _check_squeeze(x, dimensions)
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in dimensions)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+@squeeze_p.def_lowering
+def _squeeze_lower(ctx, x, *, dimensions):
+    return ctx.op("stablehlo.reshape", [x], ctx.avals_out[0])
+
+
+def squeeze(x, dimensions: Sequence[int]):
+    """Remove the size-1 ``dimensions`` of ``x`` (negative dimensions count from the end)."""
+    aval = get_aval(x)
+    dims = tuple(sorted(canonicalize_axis(d, aval.ndim) for d in dimensions))
+    if not dims and hasattr(x, "aval"):
+        return x
+    _check_squeeze(aval, dims)
+    return squeeze_p.bind(x, dimensions=dims)
+
+
+def expand_dims(x, dimensions: Sequence[int]):
+    """Insert size-1 dimensions at ``dimensions`` (positions in the result)."""
+    aval = get_aval(x)
+    ndim_out = aval.ndim + len(dimensions)
+    dims = [canonicalize_axis(d, ndim_out) for d in dimensions]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dimensions)}")
+    shape = list(aval.shape)
+    for d in sorted(dims):
+        shape.insert(d, 1)
+    kept = tuple(i for i in range(ndim_out) if i not in dims)
+    return broadcast_in_dim(x, shape, kept)
+
+
+# ---- concatenate ----------------------------------------------------------------------
+
+@concatenate_p.def_abstract_eval
+def _concatenate_abstract(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate: needs at least one operand")
+    shapes = ", ".join(str(x.shape) for x in xs)
+    x0 = xs[0]
+    if any(x.ndim != x0.ndim for x in xs):
+        raise type_error("concatenate", f"Cannot concatenate arrays with different numbers of "
+                         f"dimensions: got {shapes}.", *xs)
+    if not 0 <= dimension < x0.ndim:
+        raise type_error("concatenate", f"concatenate dimension out of bounds: dimension "
+                         f"{dimension} for shapes {shapes}.", *xs)
+    if any(x.shape[:dimension] + x.shape[dimension + 1:]
+           != x0.shape[:dimension] + x0.shape[dimension + 1:] for x in xs):
+        raise type_error("concatenate", f"Cannot concatenate arrays with shapes that differ in "
+                         f"dimensions other than the one being concatenated: concatenating "
+                         f"along dimension {dimension} for shapes {shapes}.", *xs)
+    if any(x.dtype != x0.dtype for x in xs):
+        raise type_error("concatenate", "operands must have the same dtype; convert them "
+                         "first (jnp.concatenate promotes)", *xs)
+    shape = list(x0.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))
+
+
+@concatenate_p.def_lowering
+def _concatenate_lower(ctx, *xs, dimension):
+    return ctx.op("stablehlo.concatenate", list(xs), ctx.avals_out[0],
+                  {"dimension": f"{dimension} : i64"})
+
+
+def concatenate(operands: Sequence, dimension: int):
+    """Join ``operands`` (same dtype and rank) along ``dimension``."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("concatenate requires a non-empty sequence of operands")
+    if len(operands) == 1 and hasattr(operands[0], "aval"):
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+# ---- pad ------------------------------------------------------------------------------
+
+@pad_p.def_abstract_eval
+def _pad_abstract(x, padding_value, *, padding_config):
+    if padding_value.ndim != 0:
+        raise type_error("pad", "padding_value must be a scalar", x, padding_value)
+    if padding_value.dtype != x.dtype:
+        raise type_error("pad", "padding_value must have the operand's dtype", x, padding_value)
+    if len(padding_config) != x.ndim:
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                         f"got padding_config {padding_config} for operand shape {x.shape}")
+    if any(interior < 0 for _, _, interior in padding_config):
+        raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                         f"padding_config {padding_config}")
+    shape = tuple(lo + hi + d + max(d - 1, 0) * interior
+                  for d, (lo, hi, interior) in zip(x.shape, padding_config))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                         f"{shape}, for padding_config {padding_config} and operand shape "
+                         f"{x.shape}")
+    return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+@pad_p.def_lowering
+def _pad_lower(ctx, x, padding_value, *, padding_config):
+    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    return ctx.op("stablehlo.pad", [x, padding_value], ctx.avals_out[0], {
+        "edge_padding_high": i64_array(hi),
+        "edge_padding_low": i64_array(lo),
+        "interior_padding": i64_array(interior),
+    })
+
+
+def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+    """Pad ``x`` with ``padding_value``: ``(low, high, interior)`` per dimension.
+
+    Negative ``low``/``high`` remove elements from that edge.
+    """
+    config = tuple((int(lo), int(hi), int(interior)) for lo, hi, interior in padding_config)
+    return pad_p.bind(x, padding_value, padding_config=config)
+
+
+# ---- rev ------------------------------------------------------------------------------
+
+@rev_p.def_abstract_eval
+def _rev_abstract(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise type_error("rev", f"rev dimensions must be unique, got {dimensions}.", x)
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise type_error("rev", f"rev dimensions must all be less than operand ndim, got "
+                         f"dimensions {dimensions} for operand ndim {x.ndim}.", x)
+    return x
+
+
+@rev_p.def_lowering
+def _rev_lower(ctx, x, *, dimensions):
+    return ctx.op("stablehlo.reverse", [x], ctx.avals_out[0],
+                  {"dimensions": i64_array(dimensions)})
+
+
+def rev(x, dimensions: Sequence[int]):
+    """Reverse ``x`` along ``dimensions``."""
+    return rev_p.bind(x, dimensions=tuple(int(d) for d in dimensions))
+
+
+# ---- iota -------------------------------------------------------------------------------
+
+@iota_p.def_abstract_eval
+def _iota_abstract(*, dimension, dtype, shape, sharding=None):
+    aval = ShapedArray(shape, dtype)
+    if not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
+        raise type_error("iota", f"iota does not accept dtype {np.dtype(dtype).name}; use a "
+                         f"numeric dtype", aval)
+    if any(d < 0 for d in shape):
+        raise type_error("iota", f"shape {shape} must be non-negative", aval)
+    if not 0 <= dimension < len(shape):
+        raise type_error("iota", f"iota dimension must be between 0 and len(shape)={len(shape)}"
+                         f", got dimension={dimension}", aval)
+    return aval
+
+
+@iota_p.def_lowering
+def _iota_lower(ctx, *, dimension, dtype, shape, sharding=None):
+    out = ctx.avals_out[0]
+    attrs = {"iota_dimension": f"{dimension} : i64"}
+    if dtypes.is_complex(dtype):
+        real = ctx.op("stablehlo.iota", [], ShapedArray(shape, np.finfo(dtype).dtype), attrs)
+        return ctx.op("stablehlo.convert", [real], out)
+    return ctx.op("stablehlo.iota", [], out, attrs)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    """An array of ``shape`` whose values count 0, 1, ... along ``dimension``."""
+    shape = tuple(int(d) for d in shape)
+    dimension = canonicalize_axis(dimension, len(shape)) if shape else int(dimension)
+    return iota_p.bind(dimension=dimension, dtype=dtypes.canonicalize(dtype), shape=shape,
+                       sharding=None)
+
+
+def iota(dtype, size: int):
+    """``[0, 1, ..., size - 1]`` as ``dtype``."""
+    return broadcasted_iota(dtype, (int(size),), 0)

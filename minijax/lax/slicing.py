@@ -1,0 +1,697 @@
+"""Slicing primitives: slice, dynamic_slice, dynamic_update_slice, gather and scatters.
+
+Out-of-bounds rules are XLA's: ``dynamic_slice``/``dynamic_update_slice`` clamp
+their start indices so the window fits; ``gather`` clamps too unless
+``mode="fill"`` (windows that are not fully in bounds read ``fill_value``);
+``scatter`` drops updates whose window is not fully in bounds unless
+``mode="clip"`` (indices clamped first).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive, Tracer, get_aval, trace_to_jaxpr
+from minijax.lax._util import type_error
+from minijax.lax.shape import reshape, squeeze
+from minijax.lowering.types import i64_array
+
+slice_p = Primitive("slice")
+dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+gather_p = Primitive("gather")
+scatter_p = Primitive("scatter")
+scatter_add_p = Primitive("scatter-add")
+scatter_mul_p = Primitive("scatter-mul")
+scatter_min_p = Primitive("scatter-min")
+scatter_max_p = Primitive("scatter-max")
+
+
+class GatherScatterMode(enum.Enum):
+    """How gather/scatter treat out-of-bounds indices.
+
+    ``CLIP``: indices are clamped so the whole window is in bounds.
+    ``FILL_OR_DROP``: a gather window not fully in bounds reads ``fill_value``;
+    such a scatter window is dropped.
+    ``PROMISE_IN_BOUNDS``: no checks (XLA clamps gathers and drops scatters).
+    """
+
+    CLIP = enum.auto()
+    FILL_OR_DROP = enum.auto()
+    PROMISE_IN_BOUNDS = enum.auto()
+
+    @staticmethod
+    def from_any(s: str | GatherScatterMode | None) -> GatherScatterMode:
+        """Parse ``'clip'``, ``'fill'``/``'drop'`` (also None) or ``'promise_in_bounds'``."""
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s == "clip":
+            return GatherScatterMode.CLIP
+        if s is None or s == "fill" or s == "drop":
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        raise ValueError(f'Unknown gather mode "{s}"; use "clip", "fill", "drop" or '
+                         f'"promise_in_bounds"')
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """How operand, indices and output dimensions of a gather relate (XLA's Gather).
+
+    The index vector is always the last dimension of the indices.
+    """
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """How operand, indices and updates dimensions of a scatter relate (XLA's Scatter).
+
+    The index vector is always the last dimension of the indices.
+    """
+
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    scatter_indices_batching_dims: tuple[int, ...] = ()
+
+
+def _tuples(dn: NamedTuple) -> NamedTuple:
+    return type(dn)(*(tuple(int(d) for d in f) for f in dn))
+
+
+def _bool_attr(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _dims_attr(name: str, dims) -> str:
+    return f"{name} = [{', '.join(str(d) for d in dims)}]"
+
+
+# ---- slice -------------------------------------------------------------------------------
+
+@slice_p.def_abstract_eval
+def _slice_abstract(x, *, limit_indices, start_indices, strides):
+    if len(start_indices) != x.ndim:
+        raise type_error("slice", f"slice start_indices must have length equal to the number "
+                         f"of dimensions of the operand, got indices {start_indices} for "
+                         f"operand shape {x.shape}.", x)
+    if len(limit_indices) != len(start_indices):
+        raise type_error("slice", f"slice limit_indices must have the same length as "
+                         f"start_indices, got start_indices {start_indices} and limit_indices "
+                         f"{limit_indices}.", x)
+    if any(lim > d for lim, d in zip(limit_indices, x.shape)):
+        raise type_error("slice", f"slice limit_indices must be less than or equal to operand "
+                         f"shape, got limit_indices {limit_indices} for operand shape "
+                         f"{x.shape}.", x)
+    if any(s < 0 for s in start_indices):
+        raise type_error("slice", f"slice start_indices must be greater than or equal to zero, "
+                         f"got start_indices of {start_indices}.", x)
+    if any(lim < s for s, lim in zip(start_indices, limit_indices)):
+        raise type_error("slice", f"slice limit_indices must be greater than or equal to "
+                         f"start_indices, got start_indices {start_indices} and limit_indices "
+                         f"{limit_indices}.", x)
+    if strides is None:
+        strides = (1,) * x.ndim
+    if len(strides) != x.ndim or any(s <= 0 for s in strides):
+        raise type_error("slice", f"slice strides must be positive, one per dimension, got "
+                         f"{strides} for operand shape {x.shape}.", x)
+    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices, strides))
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+@slice_p.def_lowering
+def _slice_lower(ctx, x, *, limit_indices, start_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    return ctx.op("stablehlo.slice", [x], ctx.avals_out[0], {
+        "limit_indices": i64_array(limit_indices),
+        "start_indices": i64_array(start_indices),
+        "strides": i64_array(strides),
+    })
+
+
+def slice(operand, start_indices: Sequence[int], limit_indices: Sequence[int],
+          strides: Sequence[int] | None = None):
+    """``operand[start:limit:stride]`` in every dimension, with static bounds."""
+    return slice_p.bind(operand, limit_indices=tuple(int(i) for i in limit_indices),
+                        start_indices=tuple(int(i) for i in start_indices),
+                        strides=None if strides is None else tuple(int(s) for s in strides))
+
+
+def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stride: int = 1,
+                 axis: int = 0):
+    """``operand[..., start:limit:stride, ...]`` along ``axis`` (negative indices count back)."""
+    aval = get_aval(operand)
+    axis = int(axis)
+    size = aval.shape[axis]
+    start = 0 if start_index is None else int(start_index)
+    limit = size if limit_index is None else int(limit_index)
+    if start < 0:
+        start += size
+    if limit < 0:
+        limit += size
+    starts = [0] * aval.ndim
+    limits = list(aval.shape)
+    strides = [1] * aval.ndim
+    starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+    """``operand[..., index, ...]`` along ``axis``; keeps a size-1 dimension if ``keepdims``."""
+    aval = get_aval(operand)
+    index, axis = int(index), int(axis)
+    size = aval.shape[axis]
+    wrapped = index + size if index < 0 else index
+    if not 0 <= wrapped < size:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
+    out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+# ---- dynamic_slice / dynamic_update_slice ---------------------------------------------
+
+def _check_start_indices(prim: str, x: ShapedArray, idx: Sequence[ShapedArray], *avals):
+    if len(idx) != x.ndim:
+        raise type_error(prim, f"needs one start index per operand dimension, got {len(idx)} "
+                         f"for operand shape {x.shape}", *avals)
+    if any(i.ndim != 0 for i in idx):
+        raise type_error(prim, "start indices must be scalars", *avals)
+    if any(not dtypes.is_int(i.dtype) for i in idx):
+        raise type_error(prim, "start indices must be integers", *avals)
+    if any(i.dtype != idx[0].dtype for i in idx):
+        raise type_error(prim, "start indices must all have the same integer dtype", *avals)
+
+
+@dynamic_slice_p.def_abstract_eval
+def _dynamic_slice_abstract(x, *start_indices, slice_sizes):
+    _check_start_indices("dynamic_slice", x, start_indices, x, *start_indices)
+    if len(slice_sizes) != x.ndim or any(not 0 <= s <= d for s, d in zip(slice_sizes, x.shape)):
+        raise type_error("dynamic_slice", f"slice slice_sizes must be non-negative and less "
+                         f"than or equal to operand shape, got slice_sizes {slice_sizes} for "
+                         f"operand shape {x.shape}.", x)
+    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+@dynamic_slice_p.def_lowering
+def _dynamic_slice_lower(ctx, x, *start_indices, slice_sizes):
+    return ctx.op("stablehlo.dynamic_slice", [x, *start_indices], ctx.avals_out[0],
+                  {"slice_sizes": i64_array(slice_sizes)})
+
+
+@dynamic_update_slice_p.def_abstract_eval
+def _dynamic_update_slice_abstract(x, update, *start_indices):
+    _check_start_indices("dynamic_update_slice", x, start_indices, x, update, *start_indices)
+    if update.dtype != x.dtype:
+        raise type_error("dynamic_update_slice", "update must have the operand's dtype",
+                         x, update)
+    if update.ndim != x.ndim or any(u > d for u, d in zip(update.shape, x.shape)):
+        raise type_error("dynamic_update_slice", f"update shape must have the operand's rank "
+                         f"and be no larger than it, got update shape {update.shape} for "
+                         f"operand shape {x.shape}.", x, update)
+    return ShapedArray(x.shape, x.dtype, x.weak_type and update.weak_type)
+
+
+@dynamic_update_slice_p.def_lowering
+def _dynamic_update_slice_lower(ctx, x, update, *start_indices):
+    return ctx.op("stablehlo.dynamic_update_slice", [x, update, *start_indices],
+                  ctx.avals_out[0])
+
+
+def _is_static_int(i) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _dynamic_slice_indices(aval: ShapedArray, start_indices, allow_negative_indices) -> list:
+    """Start indices as scalars of one integer dtype; negative ones wrapped when allowed."""
+    from minijax.lax.binary import add, lt
+    from minijax.lax.convert import convert_element_type
+    from minijax.lax.select import select
+    if not isinstance(start_indices, (list, tuple)):
+        arr = start_indices
+        idx_aval = get_aval(arr)
+        if idx_aval.ndim != 1:
+            raise ValueError(f"Slice indices must be a 1D sequence, got {idx_aval.shape}")
+        if isinstance(arr, np.ndarray):
+            start_indices = [int(i) for i in arr]
+        else:
+            start_indices = [reshape(slice(arr, (k,), (k + 1,)), ())
+                             for k in range(idx_aval.shape[0])]
+    if len(start_indices) != aval.ndim:
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                         f"({len(start_indices)} vs {aval.shape})")
+    if isinstance(allow_negative_indices, bool):
+        allow_negative_indices = [allow_negative_indices] * aval.ndim
+    normalized: list = []
+    for i, d, allow in zip(start_indices, aval.shape, allow_negative_indices):
+        if _is_static_int(i):
+            i = int(i)
+            if i < 0:
+                if not allow:
+                    raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
+                                     f"allow_negative_indices=False")
+                i += d
+            normalized.append(i)
+            continue
+        idx_dt = get_aval(i).dtype
+        if not dtypes.is_int(idx_dt):
+            raise TypeError(f"dynamic_slice start indices must be integers, got {idx_dt.name}")
+        if allow and dtypes.is_signed(idx_dt):
+            if d > np.iinfo(idx_dt).max:  # e.g. an int8 index into a long axis
+                i, idx_dt = convert_element_type(i, dtypes.int32), dtypes.int32
+            i = select(lt(i, np.zeros((), idx_dt)), add(i, np.asarray(d, idx_dt)), i)
+        normalized.append(i)
+    # One dtype for all: the traced indices' common dtype, wide enough for the static ones.
+    traced = [get_aval(i).dtype for i in normalized if not isinstance(i, int)]
+    dt = dtypes.canonicalize(np.result_type(*traced)) if traced else dtypes.default_int()
+    static = [i for i in normalized if isinstance(i, int)]
+    if static and not np.iinfo(dt).min <= min(static) <= max(static) <= np.iinfo(dt).max:
+        dt = dtypes.canonicalize(np.result_type(dt, dtypes.int32))
+    return [np.asarray(i, dt) if isinstance(i, int) else convert_element_type(i, dt)
+            for i in normalized]
+
+
+def dynamic_slice(operand, start_indices, slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True):
+    """The ``slice_sizes`` window of ``operand`` at (possibly traced) ``start_indices``.
+
+    Start indices are clamped so the window lies in bounds (XLA's rule);
+    negative indices count from the end when ``allow_negative_indices``.
+    """
+    aval = get_aval(operand)
+    idx = _dynamic_slice_indices(aval, start_indices, allow_negative_indices)
+    return dynamic_slice_p.bind(operand, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(operand, update, start_indices, *,
+                         allow_negative_indices: bool | Sequence[bool] = True):
+    """``operand`` with ``update`` written at ``start_indices`` (clamped to fit)."""
+    aval = get_aval(operand)
+    idx = _dynamic_slice_indices(aval, start_indices, allow_negative_indices)
+    return dynamic_update_slice_p.bind(operand, update, *idx)
+
+
+def _start_for_axis(operand_ndim: int, start_index, axis: int) -> list:
+    starts: list = [0] * operand_ndim
+    starts[axis] = start_index
+    return starts
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True):
+    """``operand[..., start:start + slice_size, ...]`` along ``axis``, start traced or not."""
+    aval = get_aval(operand)
+    axis = int(axis)
+    sizes = list(aval.shape)
+    sizes[axis] = int(slice_size)
+    allow = [False] * aval.ndim
+    allow[axis] = allow_negative_indices
+    return dynamic_slice(operand, _start_for_axis(aval.ndim, start_index, axis), sizes,
+                         allow_negative_indices=allow)
+
+
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True):
+    """``operand[..., index, ...]`` along ``axis`` for a (possibly traced) ``index``."""
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
+    return out if keepdims else squeeze(out, (axis,))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
+                                allow_negative_indices: bool = True):
+    """``operand`` with ``update`` written at ``start_index`` along ``axis``."""
+    aval = get_aval(operand)
+    axis = int(axis)
+    allow = [False] * aval.ndim
+    allow[axis] = allow_negative_indices
+    return dynamic_update_slice(operand, update, _start_for_axis(aval.ndim, start_index, axis),
+                                allow_negative_indices=allow)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
+                                allow_negative_indices: bool = True):
+    """``operand`` with ``update`` written at ``index`` along ``axis`` (adds a size-1 dim)."""
+    from minijax.lax.shape import expand_dims
+    if get_aval(update).ndim == get_aval(operand).ndim - 1:
+        update = expand_dims(update, (axis,))
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
+
+
+# ---- gather -------------------------------------------------------------------------------
+
+def _check_dims(prim: str, name: str, dims, rank: int, avals, sorted_: bool = True) -> None:
+    if sorted_ and list(dims) != sorted(dims):
+        raise type_error(prim, f"{name} must be sorted; got {dims}", *avals)
+    if len(set(dims)) != len(dims):
+        raise type_error(prim, f"{name} must not repeat; got {dims}", *avals)
+    if any(not 0 <= d < rank for d in dims):
+        raise type_error(prim, f"{name} must be in [0, {rank}); got {dims}", *avals)
+
+
+@gather_p.def_abstract_eval
+def _gather_abstract(operand, indices, *, dimension_numbers, fill_value, indices_are_sorted,
+                     mode, slice_sizes, unique_indices):
+    avals = (operand, indices)
+    dn = dimension_numbers
+    if not dtypes.is_int(indices.dtype):
+        raise type_error("gather", f"indices must have an integer type, got "
+                         f"{indices.dtype.name}", *avals)
+    if indices.ndim < 1:
+        raise type_error("gather", "indices must have at least one dimension (the last one "
+                         "holds the index vectors)", *avals)
+    batch_rank = indices.ndim - 1
+    out_rank = len(dn.offset_dims) + batch_rank
+    _check_dims("gather", "offset_dims", dn.offset_dims, out_rank, avals)
+    _check_dims("gather", "collapsed_slice_dims", dn.collapsed_slice_dims, operand.ndim, avals)
+    _check_dims("gather", "operand_batching_dims", dn.operand_batching_dims, operand.ndim,
+                avals)
+    _check_dims("gather", "start_index_map", dn.start_index_map, operand.ndim, avals,
+                sorted_=False)
+    _check_dims("gather", "start_indices_batching_dims", dn.start_indices_batching_dims,
+                batch_rank, avals, sorted_=False)
+    if len(dn.start_index_map) != indices.shape[-1]:
+        raise type_error("gather", f"start_index_map {dn.start_index_map} must have one entry "
+                         f"per index vector component (indices.shape[-1] = "
+                         f"{indices.shape[-1]})", *avals)
+    if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
+        raise type_error("gather", "collapsed_slice_dims and operand_batching_dims must be "
+                         "disjoint", *avals)
+    if len(dn.operand_batching_dims) != len(dn.start_indices_batching_dims):
+        raise type_error("gather", "operand_batching_dims and start_indices_batching_dims must "
+                         "have the same length", *avals)
+    if any(operand.shape[o] != indices.shape[i]
+           for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims)):
+        raise type_error("gather", "operand and indices batching dimensions must have the same "
+                         "sizes", *avals)
+    if len(slice_sizes) != operand.ndim:
+        raise type_error("gather", f"must have one slice size per operand dimension; got "
+                         f"slice_sizes={slice_sizes} for operand shape {operand.shape}", *avals)
+    if len(slice_sizes) != (len(dn.offset_dims) + len(dn.collapsed_slice_dims)
+                            + len(dn.operand_batching_dims)):
+        raise type_error("gather", f"every operand dimension must be an offset dimension or "
+                         f"collapsed/batching; got slice_sizes={slice_sizes}, offset_dims="
+                         f"{dn.offset_dims}, collapsed_slice_dims={dn.collapsed_slice_dims}, "
+                         f"operand_batching_dims={dn.operand_batching_dims}", *avals)
+    if any(not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+        raise type_error("gather", f"slice_sizes {slice_sizes} must be within the operand "
+                         f"shape {operand.shape}", *avals)
+    if any(slice_sizes[d] != 1 for d in dn.collapsed_slice_dims):
+        raise type_error("gather", f"collapsed_slice_dims {dn.collapsed_slice_dims} must have "
+                         f"slice size 1, got slice_sizes {slice_sizes}", *avals)
+    if any(slice_sizes[d] > 1 for d in dn.operand_batching_dims):
+        raise type_error("gather", "operand_batching_dims must have slice size 0 or 1", *avals)
+    removed = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    window = iter(s for i, s in enumerate(slice_sizes) if i not in removed)
+    batch = iter(indices.shape[:-1])
+    shape = tuple(next(window) if i in dn.offset_dims else next(batch) for i in range(out_rank))
+    return ShapedArray(shape, operand.dtype, operand.weak_type)
+
+
+def _gather_dnums_attr(dn: GatherDimensionNumbers, index_vector_dim: int) -> str:
+    parts = [_dims_attr(name, dims) for name, dims in (
+        ("offset_dims", dn.offset_dims), ("collapsed_slice_dims", dn.collapsed_slice_dims),
+        ("operand_batching_dims", dn.operand_batching_dims),
+        ("start_indices_batching_dims", dn.start_indices_batching_dims),
+        ("start_index_map", dn.start_index_map)) if dims]
+    parts.append(f"index_vector_dim = {index_vector_dim}")
+    return f"#stablehlo.gather<{', '.join(parts)}>"
+
+
+def _compare(ctx, x, y, direction: str):
+    kind = "SIGNED" if dtypes.is_signed(x.aval.dtype) else "UNSIGNED"
+    return ctx.op("stablehlo.compare", [x, y], ShapedArray(x.aval.shape, dtypes.bool_), {
+        "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+        "compare_type": f"#stablehlo<comparison_type {kind}>"})
+
+
+def _in_bounds_mask(ctx, indices, operand_shape, window_sizes, index_map):
+    """bool[batch]: whether each index vector's window lies fully inside the operand."""
+    idx_aval = indices.aval
+    batch = idx_aval.shape[:-1]
+    mask = None
+    for j, d in enumerate(index_map):
+        starts = [0] * idx_aval.ndim
+        limits = list(idx_aval.shape)
+        starts[-1], limits[-1] = j, j + 1
+        comp = ctx.op("stablehlo.slice", [indices], ShapedArray(batch + (1,), idx_aval.dtype), {
+            "limit_indices": i64_array(limits), "start_indices": i64_array(starts),
+            "strides": i64_array([1] * idx_aval.ndim)})
+        comp = ctx.op("stablehlo.reshape", [comp], ShapedArray(batch, idx_aval.dtype))
+        hi = ctx.constant(operand_shape[d] - window_sizes[d], idx_aval.dtype, batch)
+        ok = _compare(ctx, comp, hi, "LE")
+        if dtypes.is_signed(idx_aval.dtype):
+            lo = _compare(ctx, comp, ctx.constant(0, idx_aval.dtype, batch), "GE")
+            ok = ctx.op("stablehlo.and", [ok, lo], ok.aval)
+        mask = ok if mask is None else ctx.op("stablehlo.and", [mask, ok], ok.aval)
+    return mask
+
+
+@gather_p.def_lowering
+def _gather_lower(ctx, operand, indices, *, dimension_numbers, fill_value, indices_are_sorted,
+                  mode, slice_sizes, unique_indices):
+    out = ctx.avals_out[0]
+    if out.size == 0:
+        return ctx.constant(0, out.dtype, out.shape)
+    dn = dimension_numbers
+    res = ctx.op("stablehlo.gather", [operand, indices], out, {
+        "dimension_numbers": _gather_dnums_attr(dn, indices.aval.ndim - 1),
+        "indices_are_sorted": _bool_attr(indices_are_sorted),
+        "slice_sizes": i64_array(slice_sizes),
+    })
+    if mode != GatherScatterMode.FILL_OR_DROP or not dn.start_index_map:
+        return res
+    mask = _in_bounds_mask(ctx, indices, operand.aval.shape, slice_sizes, dn.start_index_map)
+    batch_dims = [i for i in range(out.ndim) if i not in dn.offset_dims]
+    mask = ctx.op("stablehlo.broadcast_in_dim", [mask], ShapedArray(out.shape, dtypes.bool_),
+                  {"broadcast_dimensions": i64_array(batch_dims)})
+    fill = ctx.constant(fill_value, out.dtype, out.shape)
+    return ctx.op("stablehlo.select", [mask, res, fill], out)
+
+
+def _default_fill_value(dtype: np.dtype):
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtypes.is_signed(dtype):
+        return int(np.iinfo(dtype).min)
+    if dtypes.is_unsigned(dtype):
+        return int(np.iinfo(dtype).max)
+    return True
+
+
+def _scalar_param(v):
+    if isinstance(v, (np.ndarray, np.generic)):
+        if np.ndim(v) != 0:
+            raise ValueError("fill_value must be a scalar")
+        return v.item()
+    if isinstance(v, Tracer) or hasattr(v, "aval"):
+        raise TypeError("fill_value must be a static Python scalar, not an array")
+    return v
+
+
+def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers,
+           slice_sizes: Sequence[int], *, unique_indices: bool = False,
+           indices_are_sorted: bool = False, mode: str | GatherScatterMode | None = None,
+           fill_value=None):
+    """XLA's Gather: windows of ``slice_sizes`` of ``operand`` at ``start_indices``.
+
+    ``mode=None`` means ``promise_in_bounds``; with ``"fill"`` windows not fully
+    in bounds read ``fill_value`` (default NaN, or the dtype's min/max for ints).
+    """
+    parsed = (GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+              else GatherScatterMode.from_any(mode))
+    if parsed == GatherScatterMode.FILL_OR_DROP:
+        dt = get_aval(operand).dtype
+        fill_value = _default_fill_value(dt) if fill_value is None else _scalar_param(fill_value)
+    else:
+        fill_value = None
+    return gather_p.bind(operand, start_indices,
+                         dimension_numbers=_tuples(GatherDimensionNumbers(*dimension_numbers)),
+                         fill_value=fill_value, indices_are_sorted=bool(indices_are_sorted),
+                         mode=parsed, slice_sizes=tuple(int(s) for s in slice_sizes),
+                         unique_indices=bool(unique_indices))
+
+
+# ---- scatter --------------------------------------------------------------------------------
+
+def _scatter_abstract(name: str):
+    def abstract(operand, indices, updates, *, dimension_numbers, indices_are_sorted, mode,
+                 unique_indices, update_consts, update_jaxpr):
+        avals = (operand, indices, updates)
+        dn = dimension_numbers
+        if not dtypes.is_int(indices.dtype):
+            raise type_error(name, f"indices must have an integer type, got "
+                             f"{indices.dtype.name}", *avals)
+        if updates.dtype != operand.dtype:
+            raise type_error(name, "updates must have the operand's dtype", *avals)
+        if indices.ndim < 1:
+            raise type_error(name, "indices must have at least one dimension (the last one "
+                             "holds the index vectors)", *avals)
+        batch_rank = indices.ndim - 1
+        if updates.ndim != batch_rank + len(dn.update_window_dims):
+            raise type_error(name, f"updates must have rank {batch_rank} (index batch) + "
+                             f"{len(dn.update_window_dims)} (update_window_dims)", *avals)
+        _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim, avals)
+        _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand.ndim, avals)
+        _check_dims(name, "operand_batching_dims", dn.operand_batching_dims, operand.ndim,
+                    avals)
+        _check_dims(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                    operand.ndim, avals, sorted_=False)
+        _check_dims(name, "scatter_indices_batching_dims", dn.scatter_indices_batching_dims,
+                    batch_rank, avals, sorted_=False)
+        if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+            raise type_error(name, f"scatter_dims_to_operand_dims "
+                             f"{dn.scatter_dims_to_operand_dims} must have one entry per index "
+                             f"vector component (indices.shape[-1] = {indices.shape[-1]})",
+                             *avals)
+        if (len(dn.update_window_dims) + len(dn.inserted_window_dims)
+                + len(dn.operand_batching_dims)) != operand.ndim:
+            raise type_error(name, "update_window_dims, inserted_window_dims and "
+                             "operand_batching_dims must account for every operand dimension",
+                             *avals)
+        if len(dn.operand_batching_dims) != len(dn.scatter_indices_batching_dims):
+            raise type_error(name, "operand_batching_dims and scatter_indices_batching_dims "
+                             "must have the same length", *avals)
+        removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+        window_bounds = [d for i, d in enumerate(operand.shape) if i not in removed]
+        for bound, ud in zip(window_bounds, dn.update_window_dims):
+            if updates.shape[ud] > bound:
+                raise type_error(name, f"update window dimension {ud} has size "
+                                 f"{updates.shape[ud]}, larger than the operand's {bound}",
+                                 *avals)
+        scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+        if tuple(updates.shape[d] for d in scatter_dims) != indices.shape[:-1]:
+            raise type_error(name, f"the scatter dimensions of updates must match the index "
+                             f"batch shape {indices.shape[:-1]}", *avals)
+        return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
+    return abstract
+
+
+def _scatter_dnums_attr(dn: ScatterDimensionNumbers, index_vector_dim: int) -> str:
+    parts = [_dims_attr(name, dims) for name, dims in (
+        ("update_window_dims", dn.update_window_dims),
+        ("inserted_window_dims", dn.inserted_window_dims),
+        ("input_batching_dims", dn.operand_batching_dims),
+        ("scatter_indices_batching_dims", dn.scatter_indices_batching_dims),
+        ("scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims)) if dims]
+    parts.append(f"index_vector_dim = {index_vector_dim}")
+    return f"#stablehlo.scatter<{', '.join(parts)}>"
+
+
+def _clamp_scatter_indices(ctx, operand, indices, updates, dn: ScatterDimensionNumbers):
+    window = []
+    pos = 0
+    for i in range(operand.aval.ndim):
+        if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
+            window.append(1)
+        else:
+            window.append(updates.aval.shape[dn.update_window_dims[pos]])
+            pos += 1
+    idx = indices.aval
+    upper = np.array([operand.aval.shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims])
+    upper = np.broadcast_to(upper.astype(idx.dtype), idx.shape)
+    hi = ctx.constant(upper, idx.dtype)
+    lo = ctx.constant(0, idx.dtype)
+    return ctx.op("stablehlo.clamp", [lo, indices, hi], idx)
+
+
+def _scatter_lower(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                   mode, unique_indices, update_consts, update_jaxpr):
+    out = ctx.avals_out[0]
+    if updates.aval.size == 0 or out.size == 0:
+        return operand
+    dn = dimension_numbers
+    if mode == GatherScatterMode.CLIP:
+        indices = _clamp_scatter_indices(ctx, operand, indices, updates, dn)
+    scalar = ShapedArray((), out.dtype)
+    region = ctx.new_region([scalar, scalar])
+    with ctx.in_region(region):
+        if update_jaxpr is None:
+            res = region.args[1]
+        else:
+            (res,) = ctx.lower_jaxpr(update_jaxpr, region.args)
+        ctx.ret([res])
+    return ctx.op("stablehlo.scatter", [operand, indices, updates], out, {
+        "indices_are_sorted": _bool_attr(indices_are_sorted),
+        "scatter_dimension_numbers": _scatter_dnums_attr(dn, indices.aval.ndim - 1),
+        "unique_indices": _bool_attr(unique_indices),
+    }, regions=[region])
+
+
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _p.def_abstract_eval(_scatter_abstract(_p.name))
+    _p.def_lowering(_scatter_lower)
+
+
+@functools.cache
+def _combiner_jaxpr(op: str, dtype: np.dtype):
+    """The jaxpr ``lambda a, b: op(a, b)`` on scalars of ``dtype`` (a scatter's update_jaxpr)."""
+    from minijax.lax import binary
+    fn = {"add": binary.add, "mul": binary.mul, "min": binary.min, "max": binary.max}[op]
+    scalar = ShapedArray((), dtype)
+    jaxpr, consts, _ = trace_to_jaxpr(lambda a, b: ([fn(a, b)], None), [scalar, scalar])
+    assert not consts
+    return jaxpr
+
+
+def _scatter_bind(prim: Primitive, op: str | None, operand, scatter_indices, updates,
+                  dimension_numbers, indices_are_sorted, unique_indices, mode):
+    dn = _tuples(ScatterDimensionNumbers(*dimension_numbers))
+    jaxpr = None if op is None else _combiner_jaxpr(op, get_aval(operand).dtype)
+    return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
+                     indices_are_sorted=bool(indices_are_sorted),
+                     mode=GatherScatterMode.from_any(mode), unique_indices=bool(unique_indices),
+                     update_consts=(), update_jaxpr=jaxpr)
+
+
+def scatter(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers, *,
+            indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | GatherScatterMode | None = None):
+    """XLA's Scatter, replacing values; ``mode=None`` drops out-of-bounds windows."""
+    return _scatter_bind(scatter_p, None, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted, unique_indices, mode)
+
+
+def scatter_add(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    """XLA's Scatter, adding updates (repeated indices accumulate)."""
+    return _scatter_bind(scatter_add_p, "add", operand, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_mul(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    """XLA's Scatter, multiplying by updates."""
+    return _scatter_bind(scatter_mul_p, "mul", operand, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_min(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    """XLA's Scatter, keeping the minimum."""
+    return _scatter_bind(scatter_min_p, "min", operand, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_max(operand, scatter_indices, updates, dimension_numbers: ScatterDimensionNumbers,
+                *, indices_are_sorted: bool = False, unique_indices: bool = False,
+                mode: str | GatherScatterMode | None = None):
+    """XLA's Scatter, keeping the maximum."""
+    return _scatter_bind(scatter_max_p, "max", operand, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
