@@ -165,7 +165,16 @@ _backend_errors: dict[str, str] = {}
 _default: Backend | None = None
 
 
+def _quiet_xla_logs() -> None:
+    """XLA logs INFO lines (device counts) to stderr; keep warnings and errors only,
+    unless the user chose a level with TF_CPP_MIN_LOG_LEVEL."""
+    if "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        import jaxlib.utils
+        jaxlib.utils.absl_set_min_log_level(1)
+
+
 def _make_cpu() -> Backend:
+    _quiet_xla_logs()
     n = config.minijax_num_cpu_devices
     if n is not None and n < 1:
         raise ValueError(f"minijax_num_cpu_devices must be >= 1, got {n}")
