@@ -263,9 +263,9 @@ def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
     items = list(params.items())
     if not any(_is_jaxpr_param(v) for _, v in items):
         flat = "[" + " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in items) + "]"
-        line = f"{lhs} = {name}{flat} {rhs}".rstrip()
-        if indent + len(line) <= 80:
-            return line
+        # jax keeps params on the line when the text up to "]" fits (operands don't count)
+        if indent + len(f"{lhs} = {name}{flat}") <= 80:
+            return f"{lhs} = {name}{flat} {rhs}".rstrip()
     pad = " " * (indent + 2)
     body = "".join(f"\n{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in items)
     return f"{lhs} = {name}[{body}\n{' ' * indent}] {rhs}".rstrip()

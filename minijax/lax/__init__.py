@@ -23,3 +23,5 @@ from minijax.lax.sort import sort, sort_key_val
 from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2, expm1, floor,
                                imag, integer_pow, is_finite, log, log1p, logistic, neg, real,
                                round, rsqrt, sign, sin, sqrt, square, tan, tanh)
+from minijax.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,
+                                  psum)

@@ -97,10 +97,6 @@ def test_jaxprs_match_jax():
         assert str(minijax.make_jaxpr(f)(x, i)) == str(jax.make_jaxpr(f)(x, i))
 
 
-@pytest.mark.xfail(strict=True, reason="core jaxpr printer: jax breaks an equation's params "
-                   "over lines only when the bracketed params group itself does not fit in 80 "
-                   "columns (operands after ']' do not count); minijax breaks whenever the whole "
-                   "line exceeds 80")
 def test_jaxpr_line_breaking_matches_jax():
     x = np.ones((4, 5), np.float32)
     f = lambda v: v[1:3, ::2]  # an 82-column line that jax keeps whole
