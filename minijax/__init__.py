@@ -18,6 +18,7 @@ from minijax.stages.api import eval_shape, make_jaxpr
 from minijax.stages.jit import jit
 from minijax.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from minijax.transforms.batching import vmap
+from minijax.transforms.jacobians import hessian, jacfwd, jacrev
 from minijax.transforms.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from minijax import stages  # noqa: F401
 from minijax.stages import eager as _eager  # noqa: F401  (registers eager execution)
@@ -34,7 +35,7 @@ __all__ = [
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
     "device_put", "devices", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
-    "value_and_grad", "vjp", "vmap", "checkpoint", "custom_jvp", "custom_vjp", "remat",
+    "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint", "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy",
     "tree_util",
 ]

@@ -56,6 +56,8 @@ def user_source(depth: int = 1) -> SourceInfo | None:
 class _State(threading.local):
     trace: Trace
     ctx: EqnContext = EMPTY_CTX
+    # Named axes bound by xla_computation(axis_env=...) / pmap: ((name, size), ...)
+    axis_env: tuple = ()
 
 
 _state = _State()
@@ -94,6 +96,45 @@ def merge_ctx(outer: EqnContext, inner: EqnContext) -> EqnContext:
     md = dict(outer.metadata)
     md.update(inner.metadata)
     return EqnContext(tuple(sorted(md.items())), outer.name_stack + inner.name_stack)
+
+
+class extend_axis_env:
+    """Context manager binding named axes ``((name, size), ...)`` for collectives."""
+
+    __slots__ = ("pairs", "prev")
+
+    def __init__(self, pairs):
+        self.pairs = tuple((n, int(s)) for n, s in pairs)
+
+    def __enter__(self):
+        self.prev = _state.axis_env
+        _state.axis_env = self.prev + self.pairs
+
+    def __exit__(self, *exc):
+        _state.axis_env = self.prev
+
+
+def axis_size(name) -> int:
+    """The size of named axis ``name``: bound by an enclosing vmap or an axis environment.
+
+    Raises ``NameError`` naming the axis and the names that exist.
+    """
+    t = _state.trace
+    names = []
+    while t is not None:
+        tname = getattr(t, "axis_name", None)
+        if tname is not None:
+            if tname == name:
+                return t.axis_size
+            names.append(tname)
+        t = t.parent
+    for n, size in reversed(_state.axis_env):
+        if n == name:
+            return size
+        names.append(n)
+    raise NameError(f"unbound axis name: {name!r}. The axis names available to collective "
+                    f"operations here (bound by vmap(axis_name=...), pmap or "
+                    f"xla_computation(axis_env=...)) are: {sorted(set(map(str, names)))}")
 
 
 class use_trace:

@@ -1,0 +1,325 @@
+"""Collectives over named axes: psum, pmax, pmin, all_gather, axis_index, ppermute.
+
+A named axis is bound by ``vmap(axis_name=...)`` (the batching rules below turn the
+collective into an ordinary reduction over the batch dimension), or by
+``pmap``/``xla_computation(axis_env=...)``, where the lowering emits cross-replica
+ops (``stablehlo.all_reduce`` with replica groups computed from the axis
+environment: devices are numbered row-major over the environment's axes).
+An axis name bound by neither raises ``NameError``.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import Primitive, axis_size
+from minijax.lax._util import type_error
+from minijax.lowering.types import dense_i64
+
+
+def _axes_tuple(axis_name) -> tuple:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _check_axes(axes: tuple) -> int:
+    """Check every axis name is bound; returns the product of their sizes."""
+    total = 1
+    for name in axes:
+        total *= axis_size(name)
+    return total
+
+
+# ---- replica groups for the lowering --------------------------------------------------------
+
+def replica_groups(axis_env: Sequence[tuple], axes: tuple) -> list[list[int]]:
+    """Device groups reduced together by a collective over ``axes``.
+
+    Devices are numbered row-major over ``axis_env`` (the first axis varies slowest);
+    a group holds the devices that agree on every axis not in ``axes``.
+    """
+    names = [n for n, _ in axis_env]
+    for a in axes:
+        if a not in names:
+            raise NameError(f"unbound axis name: {a!r}; the axis environment has {names}")
+    sizes = [s for _, s in axis_env]
+    ids = np.arange(int(np.prod(sizes))).reshape(sizes)
+    kept = [i for i, n in enumerate(names) if n not in axes]
+    reduced = [i for i, n in enumerate(names) if n in axes]
+    ids = ids.transpose(kept + reduced).reshape(
+        int(np.prod([sizes[i] for i in kept])), int(np.prod([sizes[i] for i in reduced])))
+    return ids.tolist()
+
+
+def _groups_attr(groups: list[list[int]]) -> str:
+    return dense_i64(groups, (len(groups), len(groups[0])))
+
+
+def _lowering_axis_env(ctx) -> tuple:
+    env = getattr(ctx.module, "axis_env", None)
+    if not env:
+        raise NameError("collectives over named axes need a binding for the axis: use them "
+                        "inside vmap(axis_name=...), pmap, or xla_computation(axis_env=...)")
+    return env
+
+
+def _all_reduce(ctx, x, kind: str, axes: tuple):
+    from minijax.lax.reduce import scalar_region
+    groups = replica_groups(_lowering_axis_env(ctx), axes)
+    region = scalar_region(ctx, kind, x.aval.dtype)
+    return ctx.op("stablehlo.all_reduce", [x], x.aval,
+                  {"replica_groups": _groups_attr(groups)}, regions=[region])
+
+
+# ---- psum / pmax / pmin ---------------------------------------------------------------------
+
+def _reducer(name: str, kind: str) -> Primitive:
+    p = Primitive(name, multiple_results=True)
+
+    def abstract_eval(*avals, axes, axis_index_groups=None):
+        _check_axes(axes)
+        for a in avals:
+            if kind != "add" and dtypes.is_complex(a.dtype):
+                raise type_error(name, "complex operands are not supported", a)
+        return list(avals)
+
+    def lowering(ctx, *xs, axes, axis_index_groups=None):
+        return [_all_reduce(ctx, x, kind, axes) for x in xs]
+
+    def batch(trace, vals, dims, *, axes, axis_index_groups=None):
+        from minijax import lax
+        if trace.axis_name not in axes:
+            return p.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), dims
+        rest = tuple(a for a in axes if a != trace.axis_name)
+        outs = []
+        for v, d in zip(vals, dims):
+            if d is None:
+                if kind == "add":
+                    v = lax.mul(v, np.asarray(trace.axis_size, v.dtype))
+                outs.append(v)
+            else:
+                reduce = {"add": lax.reduce_sum, "max": lax.reduce_max,
+                          "min": lax.reduce_min}[kind]
+                outs.append(reduce(v, (d,)))
+        if rest:
+            outs = p.bind(*outs, axes=rest, axis_index_groups=axis_index_groups)
+        return outs, [None] * len(outs)
+
+    p.def_abstract_eval(abstract_eval)
+    p.def_lowering(lowering)
+    p.def_batch(batch)
+    p.def_rule("batch_always")(True)
+    return p
+
+
+psum_p = _reducer("psum", "add")
+pmax_p = _reducer("pmax", "max")
+pmin_p = _reducer("pmin", "min")
+
+
+def _tree_bind(prim, x, axis_name):
+    from minijax.tree_util import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten(x)
+    axes = _axes_tuple(axis_name)
+    _check_axes(axes)  # here every enclosing vmap is visible, for the error message
+    outs = prim.bind(*leaves, axes=axes, axis_index_groups=None)
+    return tree_unflatten(tree, outs)
+
+
+def psum(x, axis_name):
+    """Sum of ``x`` over the named axis (or axes); every member gets the total."""
+    return _tree_bind(psum_p, x, axis_name)
+
+
+def pmax(x, axis_name):
+    return _tree_bind(pmax_p, x, axis_name)
+
+
+def pmin(x, axis_name):
+    return _tree_bind(pmin_p, x, axis_name)
+
+
+def pmean(x, axis_name):
+    """Mean of ``x`` over the named axis (or axes)."""
+    from minijax import numpy as jnp
+    from minijax.tree_util import tree_map
+    size = _check_axes(_axes_tuple(axis_name))
+    return tree_map(lambda v: jnp.true_divide(v, size), psum(x, axis_name))
+
+
+# ---- all_gather -----------------------------------------------------------------------------
+
+all_gather_p = Primitive("all_gather")
+
+
+@all_gather_p.def_abstract_eval
+def _all_gather_abstract(x, *, axis_name, axis, tiled):
+    size = _check_axes(axis_name)
+    if not 0 <= axis <= x.ndim - (1 if tiled else 0):
+        raise type_error("all_gather", f"axis {axis} out of range", x)
+    shape = list(x.shape)
+    if tiled:
+        shape[axis] *= size
+    else:
+        shape.insert(axis, size)
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@all_gather_p.def_lowering
+def _all_gather_lower(ctx, x, *, axis_name, axis, tiled):
+    groups = replica_groups(_lowering_axis_env(ctx), axis_name)
+    out = ctx.avals_out[0]
+    if not tiled:  # gather along a new axis: make it size 1 first
+        shape = list(x.aval.shape)
+        shape.insert(axis, 1)
+        x = ctx.op("stablehlo.reshape", [x], ShapedArray(tuple(shape), x.aval.dtype))
+    return ctx.op("stablehlo.all_gather", [x], out,
+                  {"all_gather_dim": f"{axis} : i64", "replica_groups": _groups_attr(groups)})
+
+
+def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
+    from minijax import lax
+    from minijax.transforms.batching import bdim_at, moveaxis
+    (x,), (d,) = vals, dims
+    if trace.axis_name not in axis_name:
+        shift = 1 if d is not None and d <= axis else 0
+        out = all_gather_p.bind(x, axis_name=axis_name, axis=axis + shift, tiled=tiled)
+        return out, d
+    if len(axis_name) > 1:
+        raise NotImplementedError("all_gather over several axes at once under vmap")
+    x = bdim_at(x, d, trace.axis_size, 0)
+    out = moveaxis(x, 0, axis)
+    if tiled:
+        shape = list(out.shape)
+        merged = shape[axis] * shape[axis + 1]
+        out = lax.reshape(out, tuple(shape[:axis] + [merged] + shape[axis + 2:]))
+    return out, None
+
+
+all_gather_p.def_batch(_all_gather_batch)
+all_gather_p.def_rule("batch_always")(True)
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """Every member's ``x``, stacked along ``axis`` (concatenated if ``tiled``)."""
+    from minijax.tree_util import tree_map
+    names = _axes_tuple(axis_name)
+    _check_axes(names)
+    return tree_map(lambda v: all_gather_p.bind(v, axis_name=names, axis=int(axis),
+                                                tiled=bool(tiled)), x)
+
+
+# ---- axis_index -----------------------------------------------------------------------------
+
+axis_index_p = Primitive("axis_index")
+
+
+@axis_index_p.def_abstract_eval
+def _axis_index_abstract(*, axis_name):
+    _check_axes(axis_name)
+    return ShapedArray((), dtypes.int32)
+
+
+@axis_index_p.def_lowering
+def _axis_index_lower(ctx, *, axis_name):
+    env = _lowering_axis_env(ctx)
+    names = [n for n, _ in env]
+    sizes = [s for _, s in env]
+    u32 = ShapedArray((), dtypes.uint32)
+    rid = ctx.op("stablehlo.replica_id", [], u32)
+    # index over the named axes (row-major among them)
+    idx = None
+    for name in axis_name:
+        i = names.index(name)
+        stride = int(np.prod(sizes[i + 1:]))
+        v = ctx.op("stablehlo.divide", [rid, ctx.constant(stride, np.uint32)], u32)
+        v = ctx.op("stablehlo.remainder", [v, ctx.constant(sizes[i], np.uint32)], u32)
+        if idx is None:
+            idx = v
+        else:
+            idx = ctx.op("stablehlo.add", [ctx.op("stablehlo.multiply",
+                                                  [idx, ctx.constant(sizes[i], np.uint32)], u32),
+                                           v], u32)
+    return ctx.op("stablehlo.convert", [idx], ctx.avals_out[0])
+
+
+def _axis_index_batch(trace, vals, dims, *, axis_name):
+    from minijax import lax
+    if axis_name != (trace.axis_name,):
+        if trace.axis_name in axis_name:
+            raise NotImplementedError("axis_index over several axes including a vmapped one")
+        return axis_index_p.bind(axis_name=axis_name), None
+    return lax.iota(np.int32, trace.axis_size), 0
+
+
+axis_index_p.def_batch(_axis_index_batch)
+axis_index_p.def_rule("batch_always")(True)
+
+
+def axis_index(axis_name):
+    """This member's index along the named axis."""
+    names = _axes_tuple(axis_name)
+    _check_axes(names)
+    return axis_index_p.bind(axis_name=names)
+
+
+# ---- ppermute -------------------------------------------------------------------------------
+
+ppermute_p = Primitive("ppermute")
+
+
+@ppermute_p.def_abstract_eval
+def _ppermute_abstract(x, *, axis_name, perm):
+    size = _check_axes(axis_name)
+    srcs = [s for s, _ in perm]
+    dsts = [d for _, d in perm]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or \
+            any(not 0 <= i < size for i in srcs + dsts):
+        raise ValueError(f"ppermute perm {perm} must be pairs of distinct sources and "
+                         f"distinct destinations in [0, {size})")
+    return x
+
+
+@ppermute_p.def_lowering
+def _ppermute_lower(ctx, x, *, axis_name, perm):
+    env = _lowering_axis_env(ctx)
+    groups = replica_groups(env, axis_name)
+    pairs = [(g[s], g[d]) for g in groups for s, d in perm]
+    return ctx.op("stablehlo.collective_permute", [x], x.aval,
+                  {"source_target_pairs": dense_i64(pairs, (len(pairs), 2)),
+                   "channel_handle": "#stablehlo.channel_handle<handle = 1, type = 1>"})
+
+
+def _ppermute_batch(trace, vals, dims, *, axis_name, perm):
+    import minijax.numpy as jnp
+    from minijax.transforms.batching import bdim_at
+    (x,), (d,) = vals, dims
+    if trace.axis_name not in axis_name:
+        return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+    size = trace.axis_size
+    x = bdim_at(x, d, size, 0)
+    src_of = {dst: src for src, dst in perm}
+    idx = np.array([src_of.get(i, 0) for i in range(size)], np.int32)
+    got = np.array([i in src_of for i in range(size)])
+    moved = jnp.take(x, idx, axis=0)
+    mask = got.reshape((size,) + (1,) * (x.ndim - 1))
+    return jnp.where(mask, moved, jnp.zeros_like(moved)), 0
+
+
+ppermute_p.def_batch(_ppermute_batch)
+
+
+def ppermute(x, axis_name, perm):
+    """Send each member's ``x`` to the member ``perm`` maps it to (others get zeros)."""
+    from minijax.tree_util import tree_map
+    perm = tuple((int(s), int(d)) for s, d in perm)
+    names = _axes_tuple(axis_name)
+    _check_axes(names)
+    return tree_map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+
+
+

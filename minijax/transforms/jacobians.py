@@ -1,0 +1,132 @@
+"""jacfwd, jacrev and hessian: Jacobians by vmapping jvp or vjp over a basis.
+
+Like jax, the result of ``jacfwd(f)(x)`` / ``jacrev(f)(x)`` is a pytree with the
+structure of ``f``'s output whose leaves are pytrees with the structure of the
+differentiated arguments; each leaf has shape ``out_shape + in_shape``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.trace import get_aval
+from minijax.transforms.ad import _argnums_tuple, jvp, vjp
+from minijax.transforms.batching import vmap
+from minijax.tree_util import tree_flatten, tree_map, tree_unflatten
+
+
+def _check_inexact(name: str, leaves, holomorphic: bool) -> None:
+    for x in leaves:
+        dt = get_aval(x).dtype
+        if not dtypes.is_inexact(dt) or (dtypes.is_complex(dt) and not holomorphic):
+            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                            f"differentiation, pass holomorphic=True.")
+
+
+def _std_basis(leaves) -> list[np.ndarray]:
+    """Per leaf, an array of shape ``(N,) + leaf.shape`` (N = total size): an identity."""
+    sizes = [int(np.prod(get_aval(x).shape)) for x in leaves]
+    n = sum(sizes)
+    dt = dtypes.result_type(*((get_aval(x).dtype, False) for x in leaves))[0] if leaves else \
+        np.float32
+    eye = np.eye(n, dtype=dt)
+    out, start = [], 0
+    for x, s in zip(leaves, sizes):
+        aval = get_aval(x)
+        out.append(eye[:, start:start + s].reshape((n,) + aval.shape).astype(aval.dtype))
+        start += s
+    return out
+
+
+def _split_last(jac, in_leaves, axis_first: bool):
+    """Split the basis axis of ``jac`` (first or last) into one block per input leaf."""
+    from minijax import numpy as jnp
+    sizes = [int(np.prod(get_aval(x).shape)) for x in in_leaves]
+    shape = get_aval(jac).shape
+    blocks, start = [], 0
+    for x, s in zip(in_leaves, sizes):
+        in_shape = get_aval(x).shape
+        if axis_first:
+            block = jac[start:start + s] if len(sizes) > 1 else jac
+            blocks.append(jnp.reshape(block, in_shape + shape[1:]))
+        else:
+            block = jac[..., start:start + s] if len(sizes) > 1 else jac
+            blocks.append(jnp.reshape(block, shape[:-1] + in_shape))
+        start += s
+    return blocks
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """Jacobian of ``fun`` by forward mode (one jvp per input element, vmapped)."""
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args))
+        dyn = tuple(args[i] for i in nums)
+        in_leaves, in_tree = tree_flatten(dyn)
+        _check_inexact("jacfwd", in_leaves, holomorphic)
+
+        def f_flat(*xs):
+            full = list(args)
+            for i, a in zip(nums, tree_unflatten(in_tree, xs)):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        def push(*tangents):
+            out = jvp(f_flat, tuple(in_leaves), tuple(tangents), has_aux=has_aux)
+            return (out[1], out[2]) if has_aux else out[1]
+
+        basis = _std_basis(in_leaves)
+        res = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
+        jac, aux = res if has_aux else (res, None)
+        jac = tree_map(lambda j: tree_unflatten(in_tree, _split_last(j, in_leaves, False)), jac)
+        if isinstance(argnums, int):
+            jac = tree_map(lambda j: j[0], jac, is_leaf=lambda x: isinstance(x, tuple))
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """Jacobian of ``fun`` by reverse mode (one vjp per output element, vmapped)."""
+    def jacfun(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args))
+        dyn = tuple(args[i] for i in nums)
+        in_leaves, in_tree = tree_flatten(dyn)
+        _check_inexact("jacrev", in_leaves, holomorphic)
+
+        def f_part(*xs):
+            full = list(args)
+            for i, a in zip(nums, xs):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        res = vjp(f_part, *dyn, has_aux=has_aux)
+        y, pullback = res[0], res[1]
+        out_leaves, out_tree = tree_flatten(y)
+        basis = _std_basis(out_leaves)
+        cts = vmap(lambda *c: pullback(tree_unflatten(out_tree, c)))(*basis)
+        # cts: tree of dyn with leading basis axis of total output size
+        ct_leaves = tree_flatten(cts)[0]
+        per_out = [_split_last(c, out_leaves, True) for c in ct_leaves]  # [in][out]
+        blocks = [[per_out[i][o] for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        jac = tree_unflatten(out_tree, [tree_unflatten(in_tree, b) for b in blocks])
+        if isinstance(argnums, int):
+            jac = tree_map(lambda j: j[0], jac, is_leaf=lambda x: isinstance(x, tuple))
+        return (jac, res[2]) if has_aux else jac
+
+    return jacfun
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """The Hessian, as ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+
