@@ -270,13 +270,14 @@ class Wrapped:
                 from minijax.stages.stages import check_compiled_metadata
                 check_compiled_metadata(text, exe)
             call = entry.calls[ctx] = _Call(exe, entry.out_tree)
-            if self._simple:
-                leaves_all, in_tree = _flatten((args, kwargs))
-                try:
-                    key = (in_tree, ctx, config.trace_key, (), *[x.aval for x in leaves_all])
-                    self._cache[key] = call
-                except AttributeError:  # not all device arrays: cached on the next call
-                    pass
+        if self._simple:
+            # Register the fast-path key (device-array arguments only).
+            leaves_all, in_tree = _flatten((args, kwargs))
+            try:
+                key = (in_tree, ctx, config.trace_key, (), *[x.aval for x in leaves_all])
+                self._cache[key] = call
+            except AttributeError:  # not all device arrays
+                pass
         outs = call.exe.execute(to_buffers(leaves))
         return entry.out_tree.unflatten(outs)
 
