@@ -21,8 +21,8 @@ from minijax.config import config
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.jaxpr import EMPTY_CTX
-from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
-                                trace_to_jaxpr, user_source)
+from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, gc_paused, set_ctx,
+                                split_tracer_consts, trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
 from minijax.runtime import executable as _rt_exe
 from minijax.runtime.array import Array
@@ -221,7 +221,8 @@ class Wrapped:
             _check_outputs(self._name, outs, [p for p, _ in pairs])
             return outs, None
 
-        jaxpr, consts, _ = trace_to_jaxpr(flat_fun, avals, debug)
+        with gc_paused():
+            jaxpr, consts, _ = trace_to_jaxpr(flat_fun, avals, debug)
         closed, hoisted = split_tracer_consts(jaxpr, consts)
         out_tree, out_paths = out_info[0]
         donated = tuple(_donated_leaf(p, dyn_nums, self._donate_argnums) for p in paths)
@@ -290,6 +291,10 @@ class Wrapped:
         return entry.out_tree.unflatten(outs)
 
     def _lower_text(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
+        with gc_paused():
+            return self._lower_text_unpaused(entry, outer_metadata)
+
+    def _lower_text_unpaused(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
         return lower_module(entry.closed, module_name=module_name(self._name),
                             name_prefix=f"jit({self._name})", arg_names=entry.arg_names,
                             result_names=result_names(entry.out_paths),
