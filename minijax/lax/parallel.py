@@ -17,7 +17,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
-from minijax.core.trace import Primitive, axis_size
+from minijax.core.trace import Primitive, axis_size, get_aval
 from minijax.lax._util import type_error
 from minijax.lowering.types import dense_i64
 
@@ -99,7 +99,7 @@ def _reducer(name: str, kind: str) -> Primitive:
         for v, d in zip(vals, dims):
             if d is None:
                 if kind == "add":
-                    v = lax.mul(v, np.asarray(trace.axis_size, v.dtype))
+                    v = lax.mul(v, np.asarray(trace.axis_size, get_aval(v).dtype))
                 outs.append(v)
             else:
                 reduce = {"add": lax.reduce_sum, "max": lax.reduce_max,

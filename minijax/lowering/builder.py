@@ -199,6 +199,7 @@ class ModuleBuilder:
         self.functions: list[FunctionBuilder] = []
         self._names: set[str] = set()
         self.cache: dict = {}  # for rules that emit shared private functions
+        self.axis_env: tuple = ()  # ((name, size), ...) bound for collectives
 
     def new_function(self, name: str, visibility: str = "private") -> FunctionBuilder:
         base, i = name, 0

@@ -209,12 +209,17 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                  result_names: Sequence[str] | None = None,
                  arg_attrs: Sequence[str] | None = None,
                  num_replicas: int = 1, num_partitions: int = 1,
-                 outer_metadata: tuple = ()) -> str:
-    """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``."""
+                 outer_metadata: tuple = (), axis_env: tuple = ()) -> str:
+    """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``.
+
+    ``axis_env`` (``((name, size), ...)``) binds named axes: collectives lower to
+    cross-replica ops whose replica groups come from it.
+    """
     mod = ModuleBuilder(module_name, {
         "mhlo.num_partitions": f"{num_partitions} : i32",
         "mhlo.num_replicas": f"{num_replicas} : i32",
     })
+    mod.axis_env = tuple(axis_env)  # named axes for collectives (pmap/xla_computation)
     fn = mod.new_function("main", "public")
     for i, aval in enumerate(closed.in_avals):
         name = arg_names[i] if arg_names and i < len(arg_names) else None
