@@ -289,3 +289,27 @@ def test_dropped_attribute_is_detected():
         check_attributes_survived(text, "sin.1 = f32[] sine(x.1)")
     check_attributes_survived(text, 'sin.1 = f32[] sine(x.1), frontend_attributes={k="v"}')
     check_attributes_survived(text, "x.1 = f32[] parameter(0)")  # simplified away: no loss
+
+
+def test_control_flow_ops_and_bodies_are_tagged_like_jax():
+    from minijax import lax
+
+    def make(np_, L, smd):
+        def f(x):
+            with smd(cf="yes"):
+                y = L.cond(x > 0, lambda v: np_.sin(v), lambda v: np_.cos(v), x)
+                z = L.fori_loop(0, 3, lambda i, c: c * 2.0, y)
+                w = L.while_loop(lambda c: c < 10.0, lambda c: c + 1.0, z)
+                s = L.scan(lambda c, v: (c + v, c * v), w, np_.ones(3))[0]
+            return s
+        return f
+
+    ours = minijax.jit(make(jnp, lax, set_xla_metadata)).lower(1.0).as_text("hlo")
+    theirs = jax.jit(make(jjnp, jax.lax, jmd.set_xla_metadata)).lower(1.0).as_text("hlo")
+    user_ops = {"conditional", "while", "sine", "cosine", "multiply", "add", "compare"}
+    o = {k for k, _ in tagged_kinds(ours)}
+    t = {k for k, _ in tagged_kinds(theirs)}
+    # the ops of the user's computation are tagged in both (loop plumbing differs)
+    assert user_ops <= o and user_ops <= t
+    assert float(minijax.jit(make(jnp, lax, set_xla_metadata))(1.0)) == pytest.approx(
+        float(jax.jit(make(jjnp, jax.lax, jmd.set_xla_metadata))(1.0)), rel=1e-6)
