@@ -16,6 +16,8 @@ from minijax.runtime.backend import default_backend, device_count, devices, loca
 from minijax.runtime.transfer import block_until_ready, device_put
 from minijax.stages.api import eval_shape, make_jaxpr
 from minijax.stages.jit import jit
+from minijax.stages.pmap import pmap
+from minijax.stages.xla_computation import xla_computation
 from minijax.transforms.ad import grad, jvp, linearize, value_and_grad, vjp
 from minijax.transforms.batching import vmap
 from minijax.transforms.jacobians import hessian, jacfwd, jacrev
@@ -35,7 +37,8 @@ __all__ = [
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
     "device_put", "devices", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
-    "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint", "custom_jvp", "custom_vjp", "remat",
-    "local_devices", "make_jaxpr", "numpy",
+    "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
+    "custom_jvp", "custom_vjp", "remat",
+    "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",
     "tree_util",
 ]

@@ -16,9 +16,16 @@ def _demo(argv):
     return demo.main(argv)
 
 
+def _dot(argv):
+    from minijax.stages import dot_graph
+
+    return dot_graph.main(argv)
+
+
 # name -> (help, main(argv) -> int). Add subcommands (e.g. "dot") here.
 COMMANDS = {
     "demo": ("trace, lower, compile and run a small MLP loss (default)", _demo),
+    "dot": ("draw a function's jaxpr or HLO graph with Graphviz (see dot --help)", _dot),
 }
 DEFAULT = "demo"
 

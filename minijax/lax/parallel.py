@@ -289,9 +289,10 @@ def _ppermute_lower(ctx, x, *, axis_name, perm):
     env = _lowering_axis_env(ctx)
     groups = replica_groups(env, axis_name)
     pairs = [(g[s], g[d]) for g in groups for s, d in perm]
+    # Cross-replica (pmap-style) permute: no channel handle, as jax emits outside of
+    # manual SPMD; with one, XLA:CPU treats the pairs as partition ids and aborts.
     return ctx.op("stablehlo.collective_permute", [x], x.aval,
-                  {"source_target_pairs": dense_i64(pairs, (len(pairs), 2)),
-                   "channel_handle": "#stablehlo.channel_handle<handle = 1, type = 1>"})
+                  {"source_target_pairs": dense_i64(pairs, (len(pairs), 2))})
 
 
 def _ppermute_batch(trace, vals, dims, *, axis_name, perm):

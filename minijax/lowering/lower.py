@@ -209,11 +209,14 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                  result_names: Sequence[str] | None = None,
                  arg_attrs: Sequence[str] | None = None,
                  num_replicas: int = 1, num_partitions: int = 1,
-                 outer_metadata: tuple = (), axis_env: tuple = ()) -> str:
+                 outer_metadata: tuple = (), axis_env: tuple = (),
+                 result_attrs: Sequence[str] | None = None) -> str:
     """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``.
 
     ``axis_env`` (``((name, size), ...)``) binds named axes: collectives lower to
-    cross-replica ops whose replica groups come from it.
+    cross-replica ops whose replica groups come from it. ``arg_attrs`` and
+    ``result_attrs`` are per-argument/per-result attribute text (e.g.
+    ``mhlo.sharding = "{replicated}"``, ``tf.aliasing_output = 0 : i32``).
     """
     mod = ModuleBuilder(module_name, {
         "mhlo.num_partitions": f"{num_partitions} : i32",
@@ -228,8 +231,15 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
     outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix,
                             outer_metadata)
     fn.results = outs
-    if result_names is not None:
-        fn.result_attrs = [f"jax.result_info = {string_attr(n)}" for n in result_names]
+    if result_names is not None or result_attrs is not None:
+        fn.result_attrs = []
+        for i in range(len(outs)):
+            parts = []
+            if result_names is not None:
+                parts.append(f"jax.result_info = {string_attr(result_names[i])}")
+            if result_attrs is not None and result_attrs[i]:
+                parts.append(result_attrs[i])
+            fn.result_attrs.append(", ".join(parts))
     return mod.render()
 
 
