@@ -80,3 +80,94 @@ def cummax(operand, axis: int = 0, reverse: bool = False):
 def cummin(operand, axis: int = 0, reverse: bool = False):
     """Cumulative minimum along ``axis`` (from the end when ``reverse``)."""
     return cummin_p.bind(operand, **_params(operand, axis, reverse))
+
+
+# ---- transformation rules ---------------------------------------------------------------
+# cumsum is linear. The jvps of cumprod/cummax/cummin run the cumulative op as a parallel
+# prefix scan (log2(n) steps, each combining every element with the one ``2**k`` before
+# it in scan order), carrying the tangent along: exact without dividing (so zeros in
+# cumprod's input are fine) and differentiable again.
+
+import numpy as np  # noqa: E402
+
+from minijax.core import dtypes  # noqa: E402
+from minijax.lax import binary as _b  # noqa: E402
+from minijax.lax.select import select  # noqa: E402
+from minijax.lax.shape import pad  # noqa: E402
+from minijax.transforms.ad import Zero, defjvp_linear, tangent_aval  # noqa: E402
+
+
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    return [cumsum(ct, axis, reverse=not reverse)]
+
+
+def _shift(x, s: int, axis: int, reverse: bool, fill):
+    """``x`` moved ``s`` steps forward in scan order along ``axis``, ``fill`` entering."""
+    aval = get_aval(x)
+    config = [(0, 0, 0)] * aval.ndim
+    config[axis] = (-s, s, 0) if reverse else (s, -s, 0)
+    return pad(x, np.asarray(fill, aval.dtype), config)
+
+
+def _scan_steps(n: int) -> list[int]:
+    """The shifts 1, 2, 4, ... of a prefix scan over ``n`` elements."""
+    steps, s = [], 1
+    while s < n:
+        steps.append(s)
+        s *= 2
+    return steps
+
+
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    out = cumprod_p.bind(x, axis=axis, reverse=reverse)
+    if type(t) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    steps = _scan_steps(get_aval(x).shape[axis])
+    p, d = x, t  # partial products and their tangents
+    for k, s in enumerate(steps):
+        p_prev = _shift(p, s, axis, reverse, 1)
+        d = _b.add(_b.mul(d, p_prev), _b.mul(p, _shift(d, s, axis, reverse, 0)))
+        if k + 1 < len(steps):
+            p = _b.mul(p, p_prev)
+    return out, d
+
+
+def _chooser_jvp(prim: Primitive, kind: str):
+    """jvp of cummax/cummin: each output takes the tangent of the element it chose; among
+    equal candidates the one latest in scan order wins."""
+    better = _b.gt if kind == "max" else _b.lt
+
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        if type(t) is Zero or not dtypes.is_inexact(get_aval(out).dtype):
+            return out, Zero(tangent_aval(get_aval(out)))
+        steps = _scan_steps(get_aval(x).shape[axis])
+        identity = identity_value(kind, get_aval(x).dtype)
+        m, d = x, t  # running extrema and the tangents of the chosen elements
+        for k, s in enumerate(steps):
+            m_prev = _shift(m, s, axis, reverse, identity)
+            d = select(better(m_prev, m), _shift(d, s, axis, reverse, 0), d)
+            if k + 1 < len(steps):
+                m = _b.max(m, m_prev) if kind == "max" else _b.min(m, m_prev)
+        return out, d
+    return rule
+
+
+defjvp_linear(cumsum_p)
+cumsum_p.def_transpose(_cumsum_transpose)
+cumprod_p.def_jvp(_cumprod_jvp)
+cummax_p.def_jvp(_chooser_jvp(cummax_p, "max"))
+cummin_p.def_jvp(_chooser_jvp(cummin_p, "min"))
+
+
+def _cumulative_batch(prim: Primitive):
+    def rule(trace, vals, dims, *, axis, reverse):
+        (x,), (bdim,) = vals, dims
+        return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
+    return rule
+
+
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p):
+    _p.def_batch(_cumulative_batch(_p))

@@ -182,3 +182,89 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     dims: Sequence = (((la.ndim - 1,), (0,)), ((), ()))
     return dot_general(lhs, rhs, dims, precision=precision,
                        preferred_element_type=preferred_element_type)
+
+
+# ---- transformation rules ---------------------------------------------------------------
+
+from minijax.lax.convert import convert_element_type  # noqa: E402
+from minijax.lax.shape import transpose  # noqa: E402
+from minijax.transforms.ad import defjvp, is_undefined  # noqa: E402
+
+
+def _free_dims(ndim: int, contracting, batch) -> list[int]:
+    return [d for d in range(ndim) if d not in contracting and d not in batch]
+
+
+def _transpose_operand(ct, other, aval: ShapedArray, mine, theirs, ct_their_free: range,
+                       params: dict):
+    """The cotangent of one dot_general operand (of type ``aval``) given the other one.
+
+    ``mine``/``theirs`` are the (contracting, batch) dims of the two operands and
+    ``ct_their_free`` the positions of the other operand's free dims in ``ct``
+    (whose dims are (batch, lhs free, rhs free)). Contracting ``ct`` with ``other``
+    over those free dims, batched over the batch dims, gives the dims (batch, my
+    free, my contracting ordered by the other's contracting dims), which a
+    transpose puts back in order.
+    """
+    (my_c, my_b), (their_c, their_b) = mine, theirs
+    their_free = _free_dims(get_aval(other).ndim, their_c, their_b)
+    dims = ((tuple(ct_their_free), tuple(their_free)), (tuple(range(len(my_b))), their_b))
+    out = dot_general_p.bind(ct, other, dimension_numbers=dims, **params)
+    my_c_by_theirs = [my_c[i] for i in np.argsort(their_c)]
+    order = list(my_b) + _free_dims(aval.ndim, my_c, my_b) + my_c_by_theirs
+    perm = tuple(int(i) for i in np.argsort(order))
+    if perm != tuple(range(aval.ndim)):
+        out = transpose(out, perm)
+    if get_aval(out).dtype != aval.dtype:
+        out = convert_element_type(out, aval.dtype, aval.weak_type)
+    return out
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, **params):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if is_undefined(lhs) and is_undefined(rhs):
+        raise NotImplementedError("dot_general is not linear in both operands at once")
+    if is_undefined(lhs):
+        rhs_free = len(_free_dims(get_aval(rhs).ndim, rc, rb))
+        ct_ndim = get_aval(ct).ndim
+        return [_transpose_operand(ct, rhs, lhs.aval, (lc, lb), (rc, rb),
+                                   range(ct_ndim - rhs_free, ct_ndim), params), None]
+    lhs_free = len(_free_dims(get_aval(lhs).ndim, lc, lb))
+    return [None, _transpose_operand(ct, lhs, rhs.aval, (rc, rb), (lc, lb),
+                                     range(len(lb), len(lb) + lhs_free), params)]
+
+
+defjvp(dot_general_p,
+       lambda t, x, y, **params: dot_general_p.bind(t, y, **params),
+       lambda t, x, y, **params: dot_general_p.bind(x, t, **params))
+dot_general_p.def_transpose(_dot_general_transpose)
+
+
+def _bump(dims, bdim: int) -> tuple[int, ...]:
+    """``dims`` of an unbatched operand renumbered for the operand with ``bdim`` inserted."""
+    return tuple(d + (d >= bdim) for d in dims)
+
+
+def _dot_general_batch(trace, vals, dims, *, dimension_numbers, **params):
+    # The vmapped dimension is folded into the dot itself: a new leading batch dimension
+    # when both operands are mapped, else one more free dimension of the mapped operand.
+    # No operand is moved or broadcast.
+    lhs, rhs = vals
+    lbd, rbd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None and rbd is not None:
+        new = ((_bump(lc, lbd), _bump(rc, rbd)), ((lbd,) + _bump(lb, lbd), (rbd,) + _bump(rb, rbd)))
+        out_bdim = 0
+    elif lbd is not None:
+        lhs_free = _free_dims(get_aval(lhs).ndim - 1, lc, lb)
+        new = ((_bump(lc, lbd), rc), (_bump(lb, lbd), rb))
+        out_bdim = len(lb) + sum(d < lbd for d in lhs_free)
+    else:
+        rhs_free = _free_dims(get_aval(rhs).ndim - 1, rc, rb)
+        lhs_free = _free_dims(get_aval(lhs).ndim, lc, lb)
+        new = ((lc, _bump(rc, rbd)), (lb, _bump(rb, rbd)))
+        out_bdim = len(lb) + len(lhs_free) + sum(d < rbd for d in rhs_free)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=new, **params), out_bdim
+
+
+dot_general_p.def_batch(_dot_general_batch)

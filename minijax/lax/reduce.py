@@ -217,3 +217,96 @@ def argmax(operand, axis: int, index_dtype):
 def argmin(operand, axis: int, index_dtype):
     """Index of the minimum along ``axis`` (first occurrence; NaN counts as the minimum)."""
     return argmin_p.bind(operand, **_arg_params(operand, axis, index_dtype))
+
+
+# ---- transformation rules -------------------------------------------------------------
+
+from minijax.lax import binary as _b  # noqa: E402
+from minijax.lax.convert import convert_element_type  # noqa: E402
+from minijax.lax.shape import broadcast_in_dim, pad, reshape, transpose  # noqa: E402
+from minijax.transforms.ad import Zero, defjvp_linear, defjvp_zero, tangent_aval  # noqa: E402
+
+
+def _kept_dims(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _zero_tangent(out):
+    return Zero(tangent_aval(get_aval(out)))
+
+
+def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
+    # Every input element contributed once: broadcast the cotangent back over ``axes``.
+    shape = x.aval.shape
+    return [broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+
+
+def _chooser_jvp(prim: Primitive):
+    """jvp of reduce_max/min: the tangent at the chosen location(s), ties averaged (as jax)."""
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        if type(t) is Zero or not dtypes.is_inexact(get_aval(out).dtype):
+            return out, _zero_tangent(out)
+        aval = get_aval(x)
+        full = broadcast_in_dim(out, aval.shape, _kept_dims(aval.ndim, axes))
+        chosen = convert_element_type(_b.eq(x, full), aval.dtype)
+        count = reduce_sum(chosen, axes)
+        return out, _b.div(reduce_sum(_b.mul(t, chosen), axes), count)
+    return rule
+
+
+def _flatten_to_front(x, axes: tuple[int, ...]):
+    """``x`` with ``axes`` moved to the front and merged into one leading axis."""
+    aval = get_aval(x)
+    kept = _kept_dims(aval.ndim, axes)
+    perm = axes + kept
+    if perm != tuple(range(aval.ndim)):
+        x = transpose(x, perm)
+    if len(axes) != 1:
+        n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+        x = reshape(x, (n,) + tuple(aval.shape[d] for d in kept))
+    return x
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod(x) = sum_i t_i * prod_{j != i} x_j, with prod_{j != i} x_j written as the
+    # product of exclusive cumulative products from the left and from the right: exact
+    # (no division), so inputs with zeros are handled, as jax's tree reduction does.
+    from minijax.lax.cumulative import cumprod
+    (x,), (t,) = primals, tangents
+    out = reduce_prod(x, axes)
+    aval = get_aval(x)
+    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+    if type(t) is Zero or n == 0:
+        return out, _zero_tangent(out)
+    xs, ts = _flatten_to_front(x, axes), _flatten_to_front(t, axes)
+    one = np.ones((), aval.dtype)
+    rest = [(0, 0, 0)] * (get_aval(xs).ndim - 1)
+    before = cumprod(pad(xs, one, [(1, -1, 0)] + rest), 0)
+    after = cumprod(pad(xs, one, [(-1, 1, 0)] + rest), 0, reverse=True)
+    return out, reduce_sum(_b.mul(ts, _b.mul(before, after)), (0,))
+
+
+defjvp_linear(reduce_sum_p)
+reduce_sum_p.def_transpose(_reduce_sum_transpose)
+reduce_prod_p.def_jvp(_reduce_prod_jvp)
+reduce_max_p.def_jvp(_chooser_jvp(reduce_max_p))
+reduce_min_p.def_jvp(_chooser_jvp(reduce_min_p))
+for _p in (reduce_and_p, reduce_or_p, argmax_p, argmin_p):
+    defjvp_zero(_p)
+
+
+def _reduce_batch(prim: Primitive):
+    """Batching for reductions: shift the reduced axes past the batch dimension."""
+    def rule(trace, vals, dims, *, axes, **params):
+        (x,), (bdim,) = vals, dims
+        new_axes = tuple(a + (a >= bdim) for a in axes)
+        out_bdim = bdim - sum(a < bdim for a in axes)
+        return prim.bind(x, axes=new_axes, **params), out_bdim
+    return rule
+
+
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+           argmax_p, argmin_p):
+    _p.def_batch(_reduce_batch(_p))

@@ -60,7 +60,8 @@ def _keys(ctx, x) -> list:
         part = ShapedArray((), np.finfo(dt).dtype)
         re = ctx.op("stablehlo.real", [x], part)
         im = ctx.op("stablehlo.imag", [x], part)
-        return [(_canonical_float(ctx, re), "TOTALORDER"), (_canonical_float(ctx, im), "TOTALORDER")]
+        return [(_canonical_float(ctx, re), "TOTALORDER"),
+                (_canonical_float(ctx, im), "TOTALORDER")]
     if dtypes.is_float(dt):
         return [(_canonical_float(ctx, x), "TOTALORDER")]
     return [(x, "SIGNED" if dtypes.is_signed(dt) else "UNSIGNED")]
@@ -112,3 +113,64 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
     """Sort ``keys`` along ``dimension`` and permute ``values`` the same way."""
     k, v = sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
     return k, v
+
+
+# ---- transformation rules ---------------------------------------------------------------
+# Given its keys, sort is a permutation of the other operands, hence linear in them. The
+# jvp sorts the nonzero tangents as extra operands beside the same keys; the transpose
+# undoes the permutation by sorting the cotangents by the permutation itself.
+
+from minijax.lax.shape import broadcasted_iota  # noqa: E402
+from minijax.transforms.ad import Zero, instantiate, is_undefined, tangent_aval  # noqa: E402
+from minijax.transforms.batching import broadcast_batch, moveaxis  # noqa: E402
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    params = {"dimension": dimension, "is_stable": is_stable}
+    out = sort_p.bind(*primals, num_keys=num_keys, **params)
+    moving = [t for t in tangents if type(t) is not Zero]
+    if not moving:
+        return out, [Zero(tangent_aval(get_aval(o))) for o in out]
+    # The same keys and comparator give the same permutation as the primal sort.
+    moved = iter(sort_p.bind(*primals[:num_keys], *moving, num_keys=num_keys,
+                             **params)[num_keys:])
+    return out, [Zero(tangent_aval(get_aval(o))) if type(t) is Zero else next(moved)
+                 for o, t in zip(out, tangents)]
+
+
+def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
+    keys = operands[:num_keys]
+    if any(is_undefined(k) for k in keys):
+        raise NotImplementedError("sort is linear only in its non-key operands, not its keys")
+    shape = get_aval(keys[0]).shape
+    index_dtype = np.int32 if shape[dimension] < 2 ** 31 else np.int64
+    iota = broadcasted_iota(index_dtype, shape, dimension)
+    # perm[i] is the position in the input of the element that lands at position i.
+    perm = sort_p.bind(*keys, iota, dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)[-1]
+    moving = [i for i, x in enumerate(operands)
+              if i >= num_keys and is_undefined(x) and type(cts[i]) is not Zero]
+    result: list = [Zero(x.aval) if is_undefined(x) else None for x in operands]
+    if moving:
+        # Sorting (perm, ct) by perm sends ct[i] back to position perm[i].
+        back = sort_p.bind(perm, *[instantiate(cts[i]) for i in moving], dimension=dimension,
+                           is_stable=is_stable, num_keys=1)[1:]
+        for i, ct in zip(moving, back):
+            result[i] = ct
+    return result
+
+
+def _sort_batch(trace, vals, dims, *, dimension, is_stable, num_keys):
+    # Put every operand's batch dimension where the first batched one has it (broadcasting
+    # unbatched operands there) and renumber the sort dimension.
+    bdim = next(d for d in dims if d is not None)
+    new = [broadcast_batch(v, trace.axis_size, bdim) if d is None else moveaxis(v, d, bdim)
+           for v, d in zip(vals, dims)]
+    out = sort_p.bind(*new, dimension=dimension + (bdim <= dimension), is_stable=is_stable,
+                      num_keys=num_keys)
+    return out, [bdim] * len(out)
+
+
+sort_p.def_jvp(_sort_jvp)
+sort_p.def_transpose(_sort_transpose)
+sort_p.def_batch(_sort_batch)
