@@ -37,6 +37,16 @@ def add_any(x, y):
     return add_any_p.bind(x, y)
 
 
-from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
+from minijax.transforms.batching import bdim_at  # noqa: E402
 
-def_elementwise_batch(add_any_p)
+
+def _add_any_batch(trace, vals, dims):
+    # Both operands must have equal shapes: put both batch dims at the same place
+    # (an unbatched operand, possibly rank 0, is broadcast).
+    (x, y), (dx, dy) = vals, dims
+    d = dx if dx is not None else dy
+    return add_any_p.bind(bdim_at(x, dx, trace.axis_size, d),
+                          bdim_at(y, dy, trace.axis_size, d)), d
+
+
+add_any_p.def_batch(_add_any_batch)

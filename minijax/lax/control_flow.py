@@ -21,6 +21,23 @@ iteration, the ``length % k`` remaining steps after the loop.
 Traced jaxprs are cached per (functions, argument types) while no closed-over
 value is a tracer, so calling e.g. ``lax.cond`` eagerly with the same functions
 reuses the compiled executable.
+
+Transformation rules (end of the file), as jax's:
+
+- ``cond``: jvp and transpose are conds of the jvp'd / transposed branches (the index
+  stays a non-linear operand); partial evaluation with a known index splits every
+  branch into a known cond (outputs and the union of all branches' residuals) and an
+  unknown one; batching with a batched index runs every branch and selects
+  (``select_n``), otherwise it is a cond of the batched branches.
+- ``while``: jvp carries the tangents (a fixed point decides which carries get
+  one); reverse mode is impossible (a dynamic trip count) and raises a ``ValueError``
+  from partial evaluation; batching with a batched predicate loops while any element
+  runs and freezes finished elements with ``select_n``.
+- ``scan``: jvp as while; partial evaluation runs a known scan that stacks the
+  per-step residuals as extra ``ys`` (the body's known consts and xs are passed
+  through instead) and records an unknown scan reading them; transposition is a
+  scan in the other direction whose carry holds the carries' cotangents and
+  accumulates those of the linear consts; batching keeps batched ``xs``/``ys`` at axis 1.
 """
 
 from __future__ import annotations
@@ -785,3 +802,749 @@ def _update_leading(ctx, ys, y, idx, zero):
     y1 = ctx.op("stablehlo.reshape", [y], ShapedArray((1, *a.shape[1:]), a.dtype))
     return ctx.op("stablehlo.dynamic_update_slice", [ys, y1, idx, *[zero] * (a.ndim - 1)],
                   ShapedArray(a.shape, a.dtype))
+
+
+# ---- transformation rules ------------------------------------------------------------------
+# jvp, partial evaluation (the known/unknown split reverse mode uses), transposition and
+# batching of cond, while and scan. Each rule derives new sub-jaxprs from the primitive's
+# params; those are memoized per sub-jaxpr (weakly) so that repeated transformation of the
+# same control flow (e.g. eager ``grad`` in a loop) yields the same jaxpr objects and hits the
+# eager executable cache.
+
+from minijax.core.jaxpr import Literal, dce_jaxpr  # noqa: E402
+from minijax.core.trace import eval_jaxpr  # noqa: E402
+from minijax.lax.ad_util import add_any  # noqa: E402
+from minijax.lax.binary import eq  # noqa: E402
+from minijax.lax.misc import stop_gradient  # noqa: E402
+from minijax.lax.reduce import reduce_or  # noqa: E402
+from minijax.lax.select import select_n  # noqa: E402
+from minijax.lax.shape import broadcast_in_dim  # noqa: E402
+from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass,  # noqa: E402
+                                   instantiate, is_undefined, jvp_jaxpr, partial_eval_jaxpr,
+                                   tangent_aval, zeros_like_aval)
+from minijax.transforms.batching import (batch_jaxpr, bdim_at, broadcast_batch,  # noqa: E402
+                                         moveaxis)
+
+_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+_WHILE_REVERSE_MSG = (
+    "Reverse-mode differentiation does not work for lax.while_loop with a dynamic trip count. "
+    "Use lax.scan, or lax.fori_loop with static (Python int) bounds, instead.")
+
+
+def _memo(closed: ClosedJaxpr, key: tuple, build: Callable[[], Any]) -> Any:
+    """``build()``, cached per ``closed`` (weakly), ``key``, metadata context and config."""
+    try:
+        table = _MEMO.get(closed)
+        if table is None:
+            table = _MEMO[closed] = {}
+        k = (key, current_ctx(), config.trace_key)
+        hit = table.get(k)
+    except TypeError:  # an unhashable key part (e.g. an exotic axis name)
+        return build()
+    if hit is None:
+        hit = table[k] = build()
+    return hit
+
+
+def _split(xs: Sequence, *sizes: int) -> list[list]:
+    """``xs`` cut into consecutive pieces of ``sizes`` and the rest."""
+    out, start = [], 0
+    for n in sizes:
+        out.append(list(xs[start:start + n]))
+        start += n
+    out.append(list(xs[start:]))
+    return out
+
+
+def _inexact(aval: ShapedArray) -> bool:
+    return dtypes.is_inexact(aval.dtype)
+
+
+def _nonzero(t: Any, aval: ShapedArray) -> bool:
+    """Whether tangent ``t`` of a value of type ``aval`` is a real (not symbolic-zero) one."""
+    return type(t) is not Zero and _inexact(aval)
+
+
+def _is_var(a: Any) -> bool:
+    return type(a) is not Literal
+
+
+def _trace_closed(fun: Callable[..., list], in_avals: Sequence[ShapedArray],
+                  what: str) -> ClosedJaxpr:
+    """``fun`` (flat in, flat list out) traced to a closed jaxpr over ``in_avals``."""
+    jaxpr, consts, _ = trace_to_jaxpr(lambda *xs: (fun(*xs), None), list(in_avals),
+                                      DebugInfo(what, "jaxpr", None))
+    if any(isinstance(c, Tracer) for c in consts):
+        raise AssertionError(f"internal: {what} jaxpr closed over a tracer")
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def _permuted(closed: ClosedJaxpr, in_order: Sequence[int],
+              out_order: Sequence[int] | None = None) -> ClosedJaxpr:
+    """``closed`` with its inputs (and outputs) taken in the given order."""
+    j = closed.jaxpr
+    outs = j.outvars if out_order is None else [j.outvars[i] for i in out_order]
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order], outs, j.eqns,
+                             j.debug_info), closed.consts)
+
+
+def _drop_unused_inputs(closed: ClosedJaxpr, drop: Sequence[bool]) -> ClosedJaxpr:
+    """``closed`` without the inputs flagged in ``drop`` (which must be dead)."""
+    j = dce_jaxpr(closed.jaxpr)
+    used = {id(a) for e in j.eqns for a in e.invars} | {id(a) for a in j.outvars}
+    if any(d and id(v) in used for v, d in zip(j.invars, drop)):
+        raise AssertionError("internal: dropping a live input of a control-flow jaxpr")
+    return ClosedJaxpr(Jaxpr(j.constvars, [v for v, d in zip(j.invars, drop) if not d],
+                             j.outvars, j.eqns, j.debug_info), closed.consts)
+
+
+def _jvp(closed: ClosedJaxpr, nonzero: Sequence[bool],
+         inst: Sequence[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+    """Memoized ``jvp_jaxpr``: inputs (primals, nonzero tangents), outputs (outs, tangents)."""
+    return _memo(closed, ("jvp", tuple(nonzero), tuple(inst)),
+                 lambda: jvp_jaxpr(closed, list(nonzero), list(inst)))
+
+
+def _partial_eval(closed: ClosedJaxpr, unknown: Sequence[bool],
+                  force: Sequence[bool] | None = None):
+    """Memoized ``partial_eval_jaxpr`` of a closed jaxpr (its consts are known)."""
+    key = ("pe", tuple(unknown), None if force is None else tuple(force))
+    return _memo(closed, key, lambda: partial_eval_jaxpr(
+        closed.jaxpr, list(unknown), None if force is None else list(force)))
+
+
+class _Split(NamedTuple):
+    """A partial evaluation with only the residuals the unknown side really reads."""
+
+    known: Jaxpr        # known inputs -> known outputs, residuals
+    unknown: Jaxpr      # residuals, unknown inputs -> unknown outputs
+    out_unknown: list
+    residuals: list     # the residual Vars (outputs of `known`, first inputs of `unknown`)
+
+
+def _split_jaxpr(closed: ClosedJaxpr, unknown: Sequence[bool],
+                 force: Sequence[bool] | None = None) -> _Split:
+    """``partial_eval_jaxpr`` minus residuals that only dead unknown equations used."""
+    def build() -> _Split:
+        pe = _partial_eval(closed, unknown, force)
+        n_known_out = len(pe.known.outvars) - pe.num_res
+        res = pe.unknown.invars[:pe.num_res]
+        live = {id(a) for e in pe.unknown.eqns for a in e.invars} | \
+            {id(a) for a in pe.unknown.outvars}
+        keep = [id(r) in live for r in res]
+        kept = [r for r, k in zip(res, keep) if k]
+        known_res = [v for v, k in zip(pe.known.outvars[n_known_out:], keep) if k]
+        k = pe.known
+        known = dce_jaxpr(Jaxpr(k.constvars, k.invars, k.outvars[:n_known_out] + known_res,
+                                k.eqns, k.debug_info))
+        u = pe.unknown
+        unk = Jaxpr([], kept + u.invars[pe.num_res:], u.outvars, u.eqns, u.debug_info)
+        return _Split(known, unk, list(pe.out_unknown), kept)
+    return _memo(closed, ("split", tuple(unknown), None if force is None else tuple(force)),
+                 build)
+
+
+def _batch(closed: ClosedJaxpr, in_batched: Sequence[bool], size: int, name: Any,
+           force_out: Sequence[bool] | bool = False) -> tuple[ClosedJaxpr, list[bool]]:
+    """``closed`` batched along axis 0 of the flagged inputs; outputs batched at axis 0.
+
+    Outputs flagged in ``force_out`` are batched even when they do not depend on a
+    batched input. Returns the jaxpr and which outputs are batched.
+    """
+    n_out = len(closed.out_avals)
+    force = (force_out,) * n_out if isinstance(force_out, bool) else tuple(force_out)
+
+    def build():
+        batched, out_dims = batch_jaxpr(closed, [0 if b else None for b in in_batched],
+                                        size, name)
+        out_bat = [d is not None for d in out_dims]
+        widen = [f and not b for f, b in zip(force, out_bat)]
+        if not any(widen):
+            return batched, out_bat
+
+        def fun(*args):
+            outs = eval_jaxpr(batched.jaxpr, batched.consts, *args)
+            return [broadcast_batch(o, size, 0) if w else o for o, w in zip(outs, widen)]
+        return (_trace_closed(fun, batched.in_avals, "vmap"),
+                [b or f for b, f in zip(out_bat, force)])
+    return _memo(closed, ("batch", tuple(in_batched), size, name, force), build)
+
+
+def _bcast_to(pred, like):
+    """A batched (leading-axis) predicate broadcast to the shape of ``like``."""
+    shape = get_aval(like).shape
+    if get_aval(pred).shape == shape:
+        return pred
+    return broadcast_in_dim(pred, shape, (0,))
+
+
+# ---- cond rules ------------------------------------------------------------------------------
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, *ops = primals
+    nz = tuple(_nonzero(t, a) for t, a in zip(tangents[1:], branches[0].in_avals))
+    out_avals = branches[0].out_avals
+    out_nz = [any(z) for z in zip(*[_jvp(b, nz, (False,) * len(out_avals))[1]
+                                    for b in branches])]
+    if not any(out_nz):
+        return (cond_p.bind(index, *ops, branches=branches),
+                [Zero(tangent_aval(a)) for a in out_avals])
+    new = tuple(_jvp(b, nz, out_nz)[0] for b in branches)
+    dots = [t for t, z in zip(tangents[1:], nz) if z]
+    outs = cond_p.bind(index, *ops, *dots, branches=new)
+    n = len(out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if z else Zero(tangent_aval(a)) for a, z in zip(out_avals, out_nz)]
+
+
+def _merge_residuals(per_branch: list[list[ShapedArray]]) -> tuple[list, list[list[int]]]:
+    """Slots for every branch's residuals, shared between branches by type.
+
+    Returns the slot types and, per branch, the slot of each of its residuals.
+    """
+    slots: list[ShapedArray] = []
+    positions: list[list[int]] = []
+    for avals in per_branch:
+        used: set[int] = set()
+        mine = []
+        for a in avals:
+            a = a.strip_weak_type()
+            j = next((j for j, s in enumerate(slots) if j not in used and s == a), None)
+            if j is None:
+                j = len(slots)
+                slots.append(a)
+            used.add(j)
+            mine.append(j)
+        positions.append(mine)
+    return slots, positions
+
+
+def _cond_split(branches: tuple, ops_uk: tuple):
+    """Known and unknown branches of a cond whose index is known (memoized)."""
+    def build():
+        out_uk = [any(u) for u in zip(*[_partial_eval(b, ops_uk).out_unknown
+                                        for b in branches])]
+        splits = [_split_jaxpr(b, ops_uk, out_uk) for b in branches]
+        slots, positions = _merge_residuals([[r.aval for r in s.residuals] for s in splits])
+        known_avals = [a for a, u in zip(branches[0].in_avals, ops_uk) if not u]
+        unknown_avals = [a for a, u in zip(branches[0].in_avals, ops_uk) if u]
+        known, unknown = [], []
+        for b, s, pos in zip(branches, splits, positions):
+            def known_fun(*xs, b=b, s=s, pos=pos):
+                outs = eval_jaxpr(s.known, b.consts, *xs)
+                n = len(outs) - len(pos)
+                fill = [None] * len(slots)
+                for j, r in zip(pos, outs[n:]):
+                    fill[j] = r
+                fill = [zeros_like_aval(a) if r is None else r for r, a in zip(fill, slots)]
+                return outs[:n] + fill
+
+            def unknown_fun(*xs, s=s, pos=pos):
+                res, rest = xs[:len(slots)], xs[len(slots):]
+                return eval_jaxpr(s.unknown, [], *[res[j] for j in pos], *rest)
+            known.append(_trace_closed(known_fun, known_avals, "partial_eval"))
+            unknown.append(_trace_closed(unknown_fun, [*slots, *unknown_avals], "partial_eval"))
+        return out_uk, tuple(known), tuple(unknown), len(slots)
+    key = ("cond_split", ops_uk, tuple(weakref.ref(b) for b in branches[1:]))
+    return _memo(branches[0], key, build)
+
+
+def _cond_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]):
+    branches = eqn.params["branches"]
+    index, *ops = eqn.invars
+    index_uk, *ops_uk = unknowns
+    if index_uk or all(ops_uk):
+        # An unknown index: the whole cond is unknown (as jax).
+        return [], [eqn], [a for a, u in zip(eqn.invars, unknowns) if not u and _is_var(a)]
+    out_uk, known, unknown, n_res = _cond_split(branches, tuple(ops_uk))
+    known_ops = [a for a, u in zip(ops, ops_uk) if not u]
+    known_outs = [v for v, u in zip(eqn.outvars, out_uk) if not u]
+    res_avals = cond_p.out_avals([index.aval, *[a.aval for a in known_ops]],
+                                 {"branches": known})[len(known_outs):]
+    res = [Var(a) for a in res_avals]
+    known_eqn = JaxprEqn(cond_p, [index, *known_ops], [*known_outs, *res],
+                         {"branches": known}, eqn.ctx, eqn.source)
+    if not any(out_uk):
+        return [known_eqn], [], []
+    unknown_eqn = JaxprEqn(cond_p, [index, *res, *[a for a, u in zip(ops, ops_uk) if u]],
+                           [v for v, u in zip(eqn.outvars, out_uk) if u],
+                           {"branches": unknown}, eqn.ctx, eqn.source)
+    return ([known_eqn] if known_eqn.outvars else [], [unknown_eqn],
+            res + ([index] if _is_var(index) else []))
+
+
+def _cond_transpose_branch(branch: ClosedJaxpr, linear: tuple, ct_nz: tuple) -> ClosedJaxpr:
+    """(non-linear operands, nonzero cts) -> cts of the inexact linear operands."""
+    def build():
+        in_avals = branch.in_avals
+        out_avals = branch.out_avals
+        nonlin_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+        ct_avals = [tangent_aval(a) for a, z in zip(out_avals, ct_nz) if z]
+
+        def fun(*xs):
+            res, cts = iter(xs[:len(nonlin_avals)]), iter(xs[len(nonlin_avals):])
+            args = [UndefinedPrimal(tangent_aval(a)) if lin else next(res)
+                    for a, lin in zip(in_avals, linear)]
+            ct_out = [next(cts) if z else Zero(tangent_aval(a)) for a, z in zip(out_avals, ct_nz)]
+            ct_in = backward_pass(branch.jaxpr, branch.consts, args, ct_out)
+            return [instantiate(c) for c, a, lin in zip(ct_in, in_avals, linear)
+                    if lin and _inexact(a)]
+        return _trace_closed(fun, [*nonlin_avals, *ct_avals], "transpose")
+    return _memo(branch, ("cond_transpose", linear, ct_nz), build)
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    if is_undefined(index):
+        raise ValueError("cond: cannot transpose with respect to the branch index")
+    linear = tuple(is_undefined(x) for x in ops)
+    ct_nz = tuple(type(c) is not Zero for c in cts)
+    new = tuple(_cond_transpose_branch(b, linear, ct_nz) for b in branches)
+    outs = cond_p.bind(index, *[x for x in ops if not is_undefined(x)],
+                       *[c for c in cts if type(c) is not Zero], branches=new)
+    it = iter(outs)
+    in_avals = branches[0].in_avals
+    return [None] + [(next(it) if _inexact(a) else Zero(x.aval)) if lin else None
+                     for x, a, lin in zip(ops, in_avals, linear)]
+
+
+def _cond_batch(trace, vals, dims, *, branches):
+    size, name = trace.axis_size, trace.axis_name
+    index, *ops = vals
+    index_dim, *op_dims = dims
+    if index_dim is None:
+        # The same branch for every element: a cond of the batched branches.
+        ops = [x if d is None else moveaxis(x, d, 0) for x, d in zip(ops, op_dims)]
+        in_bat = tuple(d is not None for d in op_dims)
+        out_bat = [any(b) for b in zip(*[_batch(br, in_bat, size, name)[1] for br in branches])]
+        new = tuple(_batch(br, in_bat, size, name, out_bat)[0] for br in branches)
+        outs = cond_p.bind(index, *ops, branches=new)
+        return outs, [0 if b else None for b in out_bat]
+    # A different branch per element: run every branch and select (as jax). Each branch
+    # sees its operands through a select with a stop_gradient copy, so reverse mode sends no
+    # cotangent into the branches an element did not take (they may be NaN there).
+    index = moveaxis(index, index_dim, 0)
+    ops = [bdim_at(x, d, size, 0) for x, d in zip(ops, op_dims)]
+    all_bat = (True,) * len(ops)
+    branch_outs = []
+    for i, br in enumerate(branches):
+        batched, _ = _batch(br, all_bat, size, name, True)
+        taken = eq(index, np.asarray(i, _INT32))
+        ops_i = [select_n(_bcast_to(taken, x), stop_gradient(x), x) for x in ops]
+        branch_outs.append(eval_jaxpr(batched.jaxpr, batched.consts, *ops_i))
+    outs = [select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
+    return outs, [0] * len(outs)
+
+
+cond_p.def_jvp(_cond_jvp)
+cond_p.def_rule("partial_eval")(_cond_partial_eval)
+cond_p.def_transpose(_cond_transpose)
+cond_p.def_batch(_cond_batch)
+
+
+# ---- while rules -----------------------------------------------------------------------------
+
+def _while_jvp_jaxprs(cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, nb: int,
+                      bconst_nz: tuple, init_nz: tuple):
+    """The jvp'd cond and body, and which carries have nonzero tangents (a fixed point)."""
+    def build():
+        carry_nz = list(init_nz)
+        while True:
+            _, out_nz = _jvp(body_jaxpr, bconst_nz + tuple(carry_nz), carry_nz)
+            new = [a or b for a, b in zip(carry_nz, out_nz)]
+            if new == carry_nz:
+                break
+            carry_nz = new
+        if not any(carry_nz):
+            return None, None, carry_nz
+        jvp_body, _ = _jvp(body_jaxpr, bconst_nz + tuple(carry_nz), carry_nz)
+        # jvp_body takes (bconsts, carry, bconst_dots, carry_dots); the loop wants
+        # (bconsts, bconst_dots, carry, carry_dots).
+        n, kb, kc = len(carry_nz), sum(bconst_nz), sum(carry_nz)
+        order = [*range(nb), *range(nb + n, nb + n + kb), *range(nb, nb + n),
+                 *range(nb + n + kb, nb + n + kb + kc)]
+        body = _permuted(jvp_body, order)
+        j = cond_jaxpr.jaxpr
+        dots = [Var(tangent_aval(a)) for a, z in zip(body_jaxpr.out_avals, carry_nz) if z]
+        cond = ClosedJaxpr(Jaxpr(j.constvars, [*j.invars, *dots], j.outvars, j.eqns,
+                                 j.debug_info), cond_jaxpr.consts)
+        return cond, body, carry_nz
+    key = ("while_jvp", weakref.ref(cond_jaxpr), nb, bconst_nz, init_nz)
+    return _memo(body_jaxpr, key, build)
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    cconsts, bconsts, init = _split(primals, nc, nb)
+    _, bdots, init_dots = _split(tangents, nc, nb)
+    bavals = body_jaxpr.in_avals
+    bconst_nz = tuple(_nonzero(t, a) for t, a in zip(bdots, bavals[:nb]))
+    init_nz = tuple(_nonzero(t, a) for t, a in zip(init_dots, bavals[nb:]))
+    cond, body, carry_nz = _while_jvp_jaxprs(cond_jaxpr, body_jaxpr, nb, bconst_nz, init_nz)
+    out_avals = body_jaxpr.out_avals
+    if body is None:
+        outs = while_p.bind(*primals, body_jaxpr=body_jaxpr, body_nconsts=nb,
+                            cond_jaxpr=cond_jaxpr, cond_nconsts=nc)
+        return outs, [Zero(tangent_aval(a)) for a in out_avals]
+    bd = [t for t, z in zip(bdots, bconst_nz) if z]
+    cd = [instantiate(t) for t, z in zip(init_dots, carry_nz) if z]
+    outs = while_p.bind(*cconsts, *bconsts, *bd, *init, *cd, body_jaxpr=body,
+                        body_nconsts=nb + len(bd), cond_jaxpr=cond, cond_nconsts=nc)
+    n = len(out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if z else Zero(tangent_aval(a))
+                      for a, z in zip(out_avals, carry_nz)]
+
+
+def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]):
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond_jaxpr, body_jaxpr = p["cond_jaxpr"], p["body_jaxpr"]
+    cuk, buk, carry_uk = _split(list(unknowns), nc, nb)
+    while True:
+        out_uk = _partial_eval(body_jaxpr, buk + carry_uk).out_unknown
+        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    pred_uk = _partial_eval(cond_jaxpr, cuk + carry_uk).out_unknown[0]
+    if any(carry_uk) or pred_uk:
+        # The unknown (tangent) carries would have to be transposed through a loop whose
+        # trip count is only known at run time.
+        raise ValueError(_WHILE_REVERSE_MSG)
+    # Only dead consts are unknown: the whole loop is known once they are dropped.
+    cond = _drop_unused_inputs(cond_jaxpr, cuk + [False] * len(carry_uk))
+    body = _drop_unused_inputs(body_jaxpr, buk + [False] * len(carry_uk))
+    invars = [a for a, u in zip(eqn.invars, unknowns) if not u]
+    params = dict(p, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=nc - sum(cuk),
+                  body_nconsts=nb - sum(buk))
+    return [JaxprEqn(while_p, invars, eqn.outvars, params, eqn.ctx, eqn.source)], [], []
+
+
+def _while_batched_pred_jaxprs(cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, size: int,
+                               name: Any, cbat: tuple, bbat: tuple):
+    """cond/body of a loop running while any element's predicate holds; finished elements
+    keep their carry (every carry batched at axis 0; the body also takes the cond consts)."""
+    def build():
+        n = len(body_jaxpr.out_avals)
+        cond_b, _ = _batch(cond_jaxpr, cbat + (True,) * n, size, name, True)
+        body_b, _ = _batch(body_jaxpr, bbat + (True,) * n, size, name, True)
+        nc, nb = len(cbat), len(bbat)
+
+        def cond_fun(*xs):
+            pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *xs)
+            return [reduce_or(pred, (0,))]
+
+        def body_fun(*xs):
+            cconsts, bconsts, carry = _split(xs, nc, nb)
+            pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cconsts, *carry)
+            new = eval_jaxpr(body_b.jaxpr, body_b.consts, *bconsts, *carry)
+            return [select_n(_bcast_to(pred, x), x, y) for x, y in zip(carry, new)]
+        cond = _trace_closed(cond_fun, cond_b.in_avals, "vmap")
+        body = _trace_closed(body_fun, [*cond_b.in_avals[:nc], *body_b.in_avals], "vmap")
+        return cond, body
+    key = ("while_batched_pred", weakref.ref(cond_jaxpr), size, name, cbat, bbat)
+    return _memo(body_jaxpr, key, build)
+
+
+def _while_batch(trace, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    size, name = trace.axis_size, trace.axis_name
+    nc, nb = cond_nconsts, body_nconsts
+    cbat, bbat, init_bat = _split([d is not None for d in dims], nc, nb)
+    cbat, bbat = tuple(cbat), tuple(bbat)
+    carry_bat = init_bat
+    while True:
+        _, body_bat = _batch(body_jaxpr, bbat + tuple(carry_bat), size, name)
+        _, (pred_bat,) = _batch(cond_jaxpr, cbat + tuple(carry_bat), size, name)
+        # With a batched predicate elements stop at different steps: every carry differs.
+        new = [True] * len(carry_bat) if pred_bat else \
+            [a or b for a, b in zip(carry_bat, body_bat)]
+        if new == carry_bat:
+            break
+        carry_bat = new
+    cconsts, bconsts, init = _split(vals, nc, nb)
+    cdims, bdims, init_dims = _split(dims, nc, nb)
+    cconsts = [x if d is None else moveaxis(x, d, 0) for x, d in zip(cconsts, cdims)]
+    bconsts = [x if d is None else moveaxis(x, d, 0) for x, d in zip(bconsts, bdims)]
+    init = [bdim_at(x, d, size, 0) if b else x for x, d, b in zip(init, init_dims, carry_bat)]
+    out_dims = [0 if b else None for b in carry_bat]
+    if not pred_bat:
+        body, _ = _batch(body_jaxpr, bbat + tuple(carry_bat), size, name, carry_bat)
+        cond, _ = _batch(cond_jaxpr, cbat + tuple(carry_bat), size, name)
+        outs = while_p.bind(*cconsts, *bconsts, *init, body_jaxpr=body, body_nconsts=nb,
+                            cond_jaxpr=cond, cond_nconsts=nc)
+        return outs, out_dims
+    cond, body = _while_batched_pred_jaxprs(cond_jaxpr, body_jaxpr, size, name, cbat, bbat)
+    outs = while_p.bind(*cconsts, *cconsts, *bconsts, *init, body_jaxpr=body,
+                        body_nconsts=nc + nb, cond_jaxpr=cond, cond_nconsts=nc)
+    return outs, out_dims
+
+
+while_p.def_jvp(_while_jvp)
+while_p.def_rule("partial_eval")(_while_partial_eval)
+while_p.def_batch(_while_batch)
+
+
+# ---- scan rules ------------------------------------------------------------------------------
+
+def _scan_jvp_jaxpr(jaxpr: ClosedJaxpr, nk: int, nc: int, nz: tuple):
+    """The jvp'd body, with a fixed point on which carries have nonzero tangents.
+
+    Its inputs are (consts, const_dots, carry, carry_dots, xs, x_dots), its outputs
+    (carry, carry_dots, ys, y_dots). Returns (body, carry_nz, ys_nz); body None if no
+    output has a nonzero tangent.
+    """
+    def build():
+        const_nz, carry_nz, xs_nz = _split(list(nz), nk, nc)
+        ny = len(jaxpr.out_avals) - nc
+        while True:
+            _, out_nz = _jvp(jaxpr, tuple(const_nz + carry_nz + xs_nz), carry_nz + [False] * ny)
+            new = [a or b for a, b in zip(carry_nz, out_nz[:nc])]
+            if new == carry_nz:
+                break
+            carry_nz = new
+        body, out_nz = _jvp(jaxpr, tuple(const_nz + carry_nz + xs_nz), carry_nz + [False] * ny)
+        ys_nz = out_nz[nc:]
+        if not any(carry_nz) and not any(ys_nz):
+            return None, carry_nz, ys_nz
+        nx = len(xs_nz)
+        kk, kc, kx = sum(const_nz), sum(carry_nz), sum(xs_nz)
+        p = nk + nc + nx   # where the tangent inputs start
+        in_order = [*range(nk), *range(p, p + kk), *range(nk, nk + nc),
+                    *range(p + kk, p + kk + kc), *range(nk + nc, p),
+                    *range(p + kk + kc, p + kk + kc + kx)]
+        q = nc + ny        # where the tangent outputs start
+        out_order = [*range(nc), *range(q, q + kc), *range(nc, q),
+                     *range(q + kc, q + kc + sum(ys_nz))]
+        return _permuted(body, in_order, out_order), carry_nz, ys_nz
+    return _memo(jaxpr, ("scan_jvp", nk, nc, nz), build)
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, num_carry):
+    nk, nc = num_consts, num_carry
+    nz = tuple(_nonzero(t, a) for t, a in zip(tangents, jaxpr.in_avals))
+    body, carry_nz, ys_nz = _scan_jvp_jaxpr(jaxpr, nk, nc, nz)
+    out_avals = scan_p.out_avals([get_aval(x) for x in primals],
+                                 dict(jaxpr=jaxpr, length=length, reverse=reverse,
+                                      unroll=unroll, num_consts=nk, num_carry=nc))
+    if body is None:
+        outs = scan_p.bind(*primals, jaxpr=jaxpr, length=length, num_carry=nc, num_consts=nk,
+                           reverse=reverse, unroll=unroll)
+        return outs, [Zero(tangent_aval(a)) for a in out_avals]
+    consts, init, xs = _split(primals, nk, nc)
+    const_dots, init_dots, xs_dots = _split(tangents, nk, nc)
+    const_nz, _, xs_nz = _split(nz, nk, nc)
+    cd = [t for t, z in zip(const_dots, const_nz) if z]
+    kd = [instantiate(t) for t, z in zip(init_dots, carry_nz) if z]
+    xd = [t for t, z in zip(xs_dots, xs_nz) if z]
+    outs = scan_p.bind(*consts, *cd, *init, *kd, *xs, *xd, jaxpr=body, length=length,
+                       num_carry=nc + len(kd), num_consts=nk + len(cd), reverse=reverse,
+                       unroll=unroll)
+    carry, carry_dots, ys, ys_dots = _split(outs, nc, len(kd), len(out_avals) - nc)
+    it_c, it_y = iter(carry_dots), iter(ys_dots)
+    t_out = [next(it_c) if z else Zero(tangent_aval(a))
+             for a, z in zip(out_avals[:nc], carry_nz)]
+    t_out += [next(it_y) if z else Zero(tangent_aval(a))
+              for a, z in zip(out_avals[nc:], ys_nz)]
+    return carry + ys, t_out
+
+
+class _ScanSplit(NamedTuple):
+    carry_uk: list
+    ys_uk: list
+    known: ClosedJaxpr      # known (consts, carry, xs) -> known (carry, ys), stacked residuals
+    unknown: ClosedJaxpr    # (hoisted consts, unknown consts; unknown carry;
+                            #  stacked residuals, hoisted xs, unknown xs) -> unknown outs
+    hoisted_consts: list    # operand positions (among the consts) of hoisted residuals
+    hoisted_xs: list        # operand positions (among the xs) of hoisted residuals
+    stacked: list           # avals (per step) of the stacked residuals
+
+
+def _scan_split(jaxpr: ClosedJaxpr, nk: int, nc: int, unknowns: tuple) -> _ScanSplit:
+    """Partial evaluation of a scan body with a fixed point on unknown carries (memoized).
+
+    Residuals that are the body's known const or xs inputs, or constants of the body, are
+    passed to the unknown scan directly instead of being stacked per iteration.
+    """
+    def build():
+        const_uk, carry_uk, xs_uk = _split(list(unknowns), nk, nc)
+        ny = len(jaxpr.out_avals) - nc
+        while True:
+            out_uk = _partial_eval(jaxpr, const_uk + carry_uk + xs_uk).out_unknown
+            new = [a or b for a, b in zip(carry_uk, out_uk[:nc])]
+            if new == carry_uk:
+                break
+            carry_uk = new
+        s = _split_jaxpr(jaxpr, const_uk + carry_uk + xs_uk, carry_uk + [False] * ny)
+        ys_uk = s.out_unknown[nc:]
+        j = jaxpr.jaxpr
+        const_pos = {id(v): i for i, (v, u) in enumerate(zip(j.invars[:nk], const_uk)) if not u}
+        xs_pos = {id(v): i for i, (v, u) in enumerate(zip(j.invars[nk + nc:], xs_uk)) if not u}
+        closed_pos = {id(v): i for i, v in enumerate(j.constvars)}
+        h_consts, h_xs, h_closed, stacked = [], [], [], []
+        for r in s.residuals:
+            if id(r) in const_pos:
+                h_consts.append(r)
+            elif id(r) in xs_pos:
+                h_xs.append(r)
+            elif id(r) in closed_pos:
+                h_closed.append(r)
+            else:
+                stacked.append(r)
+        k = s.known
+        n_known_out = len(k.outvars) - len(s.residuals)
+        known = dce_jaxpr(Jaxpr(k.constvars, k.invars, k.outvars[:n_known_out] + stacked,
+                                k.eqns, k.debug_info))
+        u = s.unknown
+        n_res = len(s.residuals)
+        uk_consts, uk_carry, uk_xs = _split(u.invars[n_res:], sum(const_uk), sum(carry_uk))
+        unknown = Jaxpr(h_closed, [*h_consts, *uk_consts, *uk_carry, *stacked, *h_xs, *uk_xs],
+                        u.outvars, u.eqns, u.debug_info)
+        return _ScanSplit(
+            carry_uk, ys_uk, ClosedJaxpr(known, jaxpr.consts),
+            ClosedJaxpr(unknown, [jaxpr.consts[closed_pos[id(r)]] for r in h_closed]),
+            [const_pos[id(r)] for r in h_consts], [xs_pos[id(r)] for r in h_xs],
+            [r.aval for r in stacked])
+    return _memo(jaxpr, ("scan_split", nk, nc, unknowns), build)
+
+
+def _scan_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]):
+    p = eqn.params
+    nk, nc, length = p["num_consts"], p["num_carry"], p["length"]
+    if all(unknowns):
+        return [], [eqn], []
+    s = _scan_split(p["jaxpr"], nk, nc, tuple(unknowns))
+    consts, init, xs = _split(eqn.invars, nk, nc)
+    const_uk, _, xs_uk = _split(list(unknowns), nk, nc)
+    carry_out, ys_out = _split(eqn.outvars, nc)
+    stacked = [Var(ShapedArray((length, *a.shape), a.dtype, a.weak_type)) for a in s.stacked]
+    known_eqn = JaxprEqn(
+        scan_p,
+        [*[a for a, u in zip(consts, const_uk) if not u],
+         *[a for a, u in zip(init, s.carry_uk) if not u],
+         *[a for a, u in zip(xs, xs_uk) if not u]],
+        [*[v for v, u in zip(carry_out, s.carry_uk) if not u],
+         *[v for v, u in zip(ys_out, s.ys_uk) if not u], *stacked],
+        dict(p, jaxpr=s.known, num_consts=nk - sum(const_uk),
+             num_carry=nc - sum(s.carry_uk)), eqn.ctx, eqn.source)
+    if not any(s.carry_uk) and not any(s.ys_uk):
+        return [known_eqn], [], []
+    h_consts = [consts[i] for i in s.hoisted_consts]
+    h_xs = [xs[i] for i in s.hoisted_xs]
+    uk_init = [a for a, u in zip(init, s.carry_uk) if u]
+    unknown_eqn = JaxprEqn(
+        scan_p,
+        [*h_consts, *[a for a, u in zip(consts, const_uk) if u], *uk_init, *stacked, *h_xs,
+         *[a for a, u in zip(xs, xs_uk) if u]],
+        [*[v for v, u in zip(carry_out, s.carry_uk) if u],
+         *[v for v, u in zip(ys_out, s.ys_uk) if u]],
+        dict(p, jaxpr=s.unknown, num_consts=len(h_consts) + sum(const_uk),
+             num_carry=sum(s.carry_uk)), eqn.ctx, eqn.source)
+    known_in = {id(a) for a, u in zip(eqn.invars, unknowns) if not u and _is_var(a)}
+    used_known = [a for a in [*h_consts, *uk_init, *h_xs] if id(a) in known_in]
+    return [known_eqn] if known_eqn.outvars else [], [unknown_eqn], stacked + used_known
+
+
+def _scan_transpose_jaxpr(jaxpr: ClosedJaxpr, nk: int, nc: int, const_lin: tuple,
+                          xs_lin: tuple, ys_ct_nz: tuple) -> ClosedJaxpr:
+    """The body of the transposed scan (memoized).
+
+    Inputs: (non-linear consts; const ct accumulators, carry cts; nonzero y cts,
+    non-linear xs); outputs: (const ct accumulators, carry cts; cts of the linear xs).
+    """
+    def build():
+        const_avals, carry_avals, x_avals = _split(jaxpr.in_avals, nk, nc)
+        y_avals = jaxpr.out_avals[nc:]
+        acc = [lin and _inexact(a) for a, lin in zip(const_avals, const_lin)]
+        x_out = [lin and _inexact(a) for a, lin in zip(x_avals, xs_lin)]
+        res_c = [a for a, lin in zip(const_avals, const_lin) if not lin]
+        acc_avals = [tangent_aval(a) for a, k in zip(const_avals, acc) if k]
+        ct_y_avals = [tangent_aval(a) for a, z in zip(y_avals, ys_ct_nz) if z]
+        res_x = [a for a, lin in zip(x_avals, xs_lin) if not lin]
+        sizes = (len(res_c), len(acc_avals), nc, len(ct_y_avals))
+
+        def fun(*args):
+            rc, accs, ct_carry, ct_y, rx = _split(args, *sizes)
+            rc, rx, ct_y, accs = iter(rc), iter(rx), iter(ct_y), iter(accs)
+            full = [UndefinedPrimal(tangent_aval(a)) if lin else next(rc)
+                    for a, lin in zip(const_avals, const_lin)]
+            full += [UndefinedPrimal(tangent_aval(a)) for a in carry_avals]
+            full += [UndefinedPrimal(tangent_aval(a)) if lin else next(rx)
+                     for a, lin in zip(x_avals, xs_lin)]
+            cts = [*ct_carry, *[next(ct_y) if z else Zero(tangent_aval(a))
+                                for a, z in zip(y_avals, ys_ct_nz)]]
+            ct_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, full, cts)
+            ct_consts, ct_carry_in, ct_xs = _split(ct_in, nk, nc)
+            new_acc = []
+            for c, k in zip(ct_consts, acc):
+                if k:
+                    a = next(accs)
+                    new_acc.append(a if type(c) is Zero else add_any(a, c))
+            return [*new_acc, *[instantiate(c) for c in ct_carry_in],
+                    *[instantiate(c) for c, k in zip(ct_xs, x_out) if k]]
+        return _trace_closed(fun, [*res_c, *acc_avals, *[tangent_aval(a) for a in carry_avals],
+                                   *ct_y_avals, *res_x], "transpose")
+    return _memo(jaxpr, ("scan_transpose", nk, nc, const_lin, xs_lin, ys_ct_nz), build)
+
+
+def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry):
+    nk, nc = num_consts, num_carry
+    consts, init, xs = _split(args, nk, nc)
+    const_avals, carry_avals, x_avals = _split(jaxpr.in_avals, nk, nc)
+    if not all(_inexact(a) for a in carry_avals):
+        raise NotImplementedError("scan: transposing a scan with an integer or boolean carry "
+                                  "is not supported")
+    # Every carry is treated as linear: a scan in a linear jaxpr carries only tangents (a
+    # carry whose initial value is a known zero is still linear in the loop).
+    const_lin = tuple(is_undefined(c) for c in consts)
+    xs_lin = tuple(is_undefined(x) for x in xs)
+    ct_carry, ct_ys = _split(cts, nc)
+    ys_ct_nz = tuple(type(c) is not Zero for c in ct_ys)
+    body = _scan_transpose_jaxpr(jaxpr, nk, nc, const_lin, xs_lin, ys_ct_nz)
+    acc = [lin and _inexact(a) for a, lin in zip(const_avals, const_lin)]
+    acc0 = [zeros_like_aval(tangent_aval(a)) for a, k in zip(const_avals, acc) if k]
+    ct_carry = [instantiate(c) for c in ct_carry]
+    res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
+    res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
+    outs = scan_p.bind(*res_consts, *acc0, *ct_carry, *[c for c in ct_ys if type(c) is not Zero],
+                       *res_xs, jaxpr=body, length=length, num_carry=len(acc0) + nc,
+                       num_consts=len(res_consts), reverse=not reverse, unroll=unroll)
+    ct_consts, ct_init, ct_xs = _split(outs, len(acc0), nc)
+    it_c, it_x = iter(ct_consts), iter(ct_xs)
+    out = [(next(it_c) if k else Zero(c.aval)) if lin else None
+           for c, lin, k in zip(consts, const_lin, acc)]
+    out += [ct if is_undefined(x) else None for x, ct in zip(init, ct_init)]
+    out += [(next(it_x) if _inexact(a) else Zero(x.aval)) if lin else None
+            for x, a, lin in zip(xs, x_avals, xs_lin)]
+    return out
+
+
+def _scan_batch(trace, vals, dims, *, jaxpr, length, reverse, unroll, num_consts, num_carry):
+    size, name = trace.axis_size, trace.axis_name
+    nk, nc = num_consts, num_carry
+    const_bat, init_bat, xs_bat = _split([d is not None for d in dims], nk, nc)
+    ny = len(jaxpr.out_avals) - nc
+    carry_bat = init_bat
+    while True:
+        _, out_bat = _batch(jaxpr, tuple(const_bat + carry_bat + xs_bat), size, name)
+        new = [a or b for a, b in zip(carry_bat, out_bat[:nc])]
+        if new == carry_bat:
+            break
+        carry_bat = new
+    body, out_bat = _batch(jaxpr, tuple(const_bat + carry_bat + xs_bat), size, name,
+                           carry_bat + [False] * ny)
+    consts, init, xs = _split(vals, nk, nc)
+    const_dims, init_dims, xs_dims = _split(dims, nk, nc)
+    consts = [x if d is None else moveaxis(x, d, 0) for x, d in zip(consts, const_dims)]
+    init = [bdim_at(x, d, size, 0) if b else x for x, d, b in zip(init, init_dims, carry_bat)]
+    # Per step, a batched x is batched at axis 0, so the stacked xs are batched at axis 1.
+    xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xs_dims)]
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, length=length, num_carry=nc,
+                       num_consts=nk, reverse=reverse, unroll=unroll)
+    return outs, [0 if b else None for b in carry_bat] + [1 if b else None for b in out_bat[nc:]]
+
+
+scan_p.def_jvp(_scan_jvp)
+scan_p.def_rule("partial_eval")(_scan_partial_eval)
+scan_p.def_transpose(_scan_transpose)
+scan_p.def_batch(_scan_batch)
