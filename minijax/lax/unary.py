@@ -122,7 +122,7 @@ def _integer_pow_abstract(x, *, y: int):
 def _integer_pow_lower(ctx, x, *, y: int):
     # Exponentiation by squaring, as multiplies (what XLA would do for a constant exponent).
     aval = ctx.avals_out[0]
-    n = abs(int(y))
+    n = -int(y) if y < 0 else int(y)  # (the module defines its own abs)
     if n == 0:
         return ctx.constant(1, aval.dtype, aval.shape)
     acc = None
