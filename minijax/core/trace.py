@@ -434,6 +434,10 @@ class DebugInfo:
         self.fun_source = fun_source
 
 
+# Abstract evaluation is pure: memoized per (primitive, operand avals, params).
+_abstract_eval_cache: dict = {}
+
+
 class JaxprTracer(Tracer):
     __slots__ = ("_var", "_source")
 
@@ -496,10 +500,21 @@ class JaxprTrace(Trace):
     def process_primitive(self, prim, args, params):
         invars = [x._var if (type(x) is JaxprTracer and x._trace is self) else self.to_atom(x)
                   for x in args]
+        avals = [v.aval for v in invars]
         try:
-            out_avals = prim.abstract_eval(*[v.aval for v in invars], **params)
-        except TypeError as e:
-            raise _with_source(e, prim) from None
+            key = (prim, *avals, *params.items())
+            out_avals = _abstract_eval_cache.get(key)
+        except TypeError:  # unhashable params
+            key = out_avals = None
+        if out_avals is None:
+            try:
+                out_avals = prim.abstract_eval(*avals, **params)
+            except TypeError as e:
+                raise _with_source(e, prim) from None
+            if key is not None:
+                if len(_abstract_eval_cache) > 50_000:
+                    _abstract_eval_cache.clear()
+                _abstract_eval_cache[key] = out_avals
         src = user_source(2)
         if prim.multiple_results:
             outvars = [Var(a) for a in out_avals]

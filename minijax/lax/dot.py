@@ -210,9 +210,9 @@ def _transpose_operand(ct, other, aval: ShapedArray, mine, theirs, ct_their_free
     their_free = _free_dims(get_aval(other).ndim, their_c, their_b)
     dims = ((tuple(ct_their_free), tuple(their_free)), (tuple(range(len(my_b))), their_b))
     out = dot_general_p.bind(ct, other, dimension_numbers=dims, **params)
-    my_c_by_theirs = [my_c[i] for i in np.argsort(their_c)]
+    my_c_by_theirs = [my_c[i] for i in sorted(range(len(their_c)), key=their_c.__getitem__)]
     order = list(my_b) + _free_dims(aval.ndim, my_c, my_b) + my_c_by_theirs
-    perm = tuple(int(i) for i in np.argsort(order))
+    perm = tuple(sorted(range(len(order)), key=order.__getitem__))
     if perm != tuple(range(aval.ndim)):
         out = transpose(out, perm)
     if get_aval(out).dtype != aval.dtype:
