@@ -215,7 +215,7 @@ def integer_pow(x, y: int):
 # ---- differentiation rules ---------------------------------------------------------------
 # jvp: the tangent contribution t * f'(x); transpose for the linear ones.
 
-from minijax.transforms.ad import defjvp, defjvp_linear, defjvp_zero  # noqa: E402
+from minijax.transforms.ad import defjvp, defjvp2, defjvp_linear, defjvp_zero  # noqa: E402
 from minijax.lax import binary as _b  # noqa: E402
 
 
@@ -229,18 +229,17 @@ defjvp_linear(neg_p)
 neg_p.def_transpose(lambda ct, x: [neg(ct)])
 defjvp(sin_p, lambda t, x: _b.mul(t, cos(x)))
 defjvp(cos_p, lambda t, x: neg(_b.mul(t, sin(x))))
-defjvp(tan_p, lambda t, x: _b.mul(t, _b.add(_const_like(x, 1), integer_pow(tan(x), 2))))
-defjvp(tanh_p, lambda t, x: _b.mul(t, _b.sub(_const_like(x, 1), integer_pow(tanh(x), 2))))
-defjvp(exp_p, lambda t, x: _b.mul(t, exp(x)))
-defjvp(exp2_p, lambda t, x: _b.mul(t, _b.mul(exp2(x), _const_like(x, np.log(2.0)))))
+defjvp2(tan_p, lambda t, ans, x: _b.mul(t, _b.add(_const_like(x, 1), integer_pow(ans, 2))))
+defjvp2(tanh_p, lambda t, ans, x: _b.mul(t, _b.sub(_const_like(x, 1), integer_pow(ans, 2))))
+defjvp2(exp_p, lambda t, ans, x: _b.mul(t, ans))
+defjvp2(exp2_p, lambda t, ans, x: _b.mul(t, _b.mul(ans, _const_like(x, np.log(2.0)))))
 defjvp(log_p, lambda t, x: _b.div(t, x))
 defjvp(log1p_p, lambda t, x: _b.div(t, _b.add(x, _const_like(x, 1))))
-defjvp(expm1_p, lambda t, x: _b.mul(t, _b.add(expm1(x), _const_like(x, 1))))
-defjvp(sqrt_p, lambda t, x: _b.div(t, _b.mul(_const_like(x, 2), sqrt(x))))
-defjvp(rsqrt_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, -0.5), _b.div(rsqrt(x), x))))
-defjvp(cbrt_p, lambda t, x: _b.mul(t, _b.div(cbrt(x), _b.mul(_const_like(x, 3), x))))
-defjvp(logistic_p, lambda t, x: _b.mul(t, _b.mul(logistic(x),
-                                                 _b.sub(_const_like(x, 1), logistic(x)))))
+defjvp2(expm1_p, lambda t, ans, x: _b.mul(t, _b.add(ans, _const_like(x, 1))))
+defjvp2(sqrt_p, lambda t, ans, x: _b.div(t, _b.mul(_const_like(x, 2), ans)))
+defjvp2(rsqrt_p, lambda t, ans, x: _b.mul(t, _b.mul(_const_like(x, -0.5), _b.div(ans, x))))
+defjvp2(cbrt_p, lambda t, ans, x: _b.mul(t, _b.div(ans, _b.mul(_const_like(x, 3), x))))
+defjvp2(logistic_p, lambda t, ans, x: _b.mul(t, _b.mul(ans, _b.sub(_const_like(x, 1), ans))))
 defjvp(erf_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, 2 / np.sqrt(np.pi)),
                                             exp(neg(_b.mul(x, x))))))
 def _abs_jvp(t, x):

@@ -106,6 +106,19 @@ def defjvp(prim: Primitive, *partials: Callable | None) -> None:
     prim.def_jvp(rule)
 
 
+def defjvp2(prim: Primitive, *partials: Callable | None) -> None:
+    """Like ``defjvp``, but each partial also gets the primal output:
+    ``partial_i(t_i, ans, *primals, **params)`` (e.g. tanh' = 1 - ans**2)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        acc = Zero(tangent_aval(get_aval(out)))
+        for fn, t in zip(partials, tangents):
+            if fn is not None and type(t) is not Zero:
+                acc = add_tangents(acc, fn(t, out, *primals, **params))
+        return out, acc
+    prim.def_jvp(rule)
+
+
 def defjvp_linear(prim: Primitive) -> None:
     """jvp of a primitive linear in all operands: apply it to the tangents."""
     def rule(primals, tangents, **params):
