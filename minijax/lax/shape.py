@@ -341,3 +341,225 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
 def iota(dtype, size: int):
     """``[0, 1, ..., size - 1]`` as ``dtype``."""
     return broadcasted_iota(dtype, (int(size),), 0)
+
+
+# ---- differentiation and batching rules ----------------------------------------------------
+#
+# Every primitive here except iota is linear in its (floating) operands, so its jvp is the
+# primitive applied to the tangents and its transpose is the adjoint structural op. Batching
+# rules fold the batch dimension into the op's parameters, so the batched operand is never
+# transposed when the op can keep the batch dimension where it is.
+
+from minijax.transforms.ad import defjvp_linear, defjvp_zero, is_undefined  # noqa: E402
+from minijax.transforms.batching import broadcast_batch, moveaxis  # noqa: E402
+
+
+def _shift(dims, at: int) -> tuple[int, ...]:
+    """``dims`` renumbered after a new dimension is inserted at position ``at``."""
+    return tuple(d if d < at else d + 1 for d in dims)
+
+
+def _zeros(shape, dtype):
+    return broadcast_in_dim(np.zeros((), dtype), tuple(shape), ())
+
+
+def _aval_of(x) -> ShapedArray:
+    """The aval of a transpose rule's operand (an ``UndefinedPrimal`` or a value)."""
+    return x.aval if is_undefined(x) else get_aval(x)
+
+
+# broadcast_in_dim
+
+def _broadcast_in_dim_transpose(ct, x, *, broadcast_dimensions, shape, sharding=None):
+    from minijax.lax.reduce import reduce_sum
+    in_shape = x.aval.shape
+    # Sum over the new dimensions and over operand dimensions of size 1 that were expanded.
+    expanded = [od for d, od in zip(in_shape, broadcast_dimensions) if d == 1 and shape[od] != 1]
+    axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions or i in expanded)
+    out = reduce_sum(ct, axes) if axes else ct
+    return [reshape(out, in_shape)]
+
+
+def _broadcast_in_dim_batch(trace, vals, dims, *, broadcast_dimensions, shape, sharding=None):
+    (x,), (b,) = vals, dims
+    # The batch dimension goes right after the output dimension of operand dim b - 1, so the
+    # broadcast dimensions stay increasing and the operand is not transposed.
+    out_b = broadcast_dimensions[b - 1] + 1 if b > 0 else 0
+    new_dims = list(_shift(broadcast_dimensions, out_b))
+    new_dims.insert(b, out_b)
+    new_shape = list(shape)
+    new_shape.insert(out_b, trace.axis_size)
+    out = broadcast_in_dim_p.bind(x, broadcast_dimensions=tuple(new_dims),
+                                  shape=tuple(new_shape), sharding=sharding)
+    return out, out_b
+
+
+defjvp_linear(broadcast_in_dim_p)
+broadcast_in_dim_p.def_transpose(_broadcast_in_dim_transpose)
+broadcast_in_dim_p.def_batch(_broadcast_in_dim_batch)
+
+
+# reshape
+
+def _reshape_transpose(ct, x, *, dimensions=None, new_sizes, sharding=None):
+    if dimensions is None:
+        return [reshape(ct, x.aval.shape)]
+    permuted = reshape(ct, tuple(x.aval.shape[d] for d in dimensions))
+    return [transpose(permuted, tuple(int(i) for i in np.argsort(dimensions)))]
+
+
+def _reshape_batch(trace, vals, dims, *, dimensions=None, new_sizes, sharding=None):
+    (x,), (b,) = vals, dims
+    n = trace.axis_size
+    shape = get_aval(x).shape
+    if dimensions is not None:  # fold the batch dimension into the operand permutation
+        perm = (b,) + _shift(dimensions, b)
+        return reshape_p.bind(x, dimensions=perm, new_sizes=(n,) + new_sizes,
+                              sharding=sharding), 0
+    # In row-major order the batch dimension can stay in place when the operand dims before
+    # it have the same number of elements as a prefix of the new shape.
+    before = math.prod(shape[:b])
+    for k in range(len(new_sizes) + 1):
+        if math.prod(new_sizes[:k]) == before:
+            out_shape = new_sizes[:k] + (n,) + new_sizes[k:]
+            return reshape_p.bind(x, dimensions=None, new_sizes=out_shape, sharding=sharding), k
+    x = moveaxis(x, b, 0)
+    return reshape_p.bind(x, dimensions=None, new_sizes=(n,) + new_sizes, sharding=sharding), 0
+
+
+defjvp_linear(reshape_p)
+reshape_p.def_transpose(_reshape_transpose)
+reshape_p.def_batch(_reshape_batch)
+
+
+# transpose
+
+def _transpose_transpose(ct, x, *, permutation):
+    return [transpose(ct, tuple(int(i) for i in np.argsort(permutation)))]
+
+
+def _transpose_batch(trace, vals, dims, *, permutation):
+    (x,), (b,) = vals, dims
+    perm = list(_shift(permutation, b))
+    perm.insert(b, b)  # the batch dimension stays where it is
+    return transpose_p.bind(x, permutation=tuple(perm)), b
+
+
+defjvp_linear(transpose_p)
+transpose_p.def_transpose(_transpose_transpose)
+transpose_p.def_batch(_transpose_batch)
+
+
+# squeeze
+
+def _squeeze_transpose(ct, x, *, dimensions):
+    return [reshape(ct, x.aval.shape)]
+
+
+def _squeeze_batch(trace, vals, dims, *, dimensions):
+    (x,), (b,) = vals, dims
+    new_dims = _shift(dimensions, b)
+    out_b = b - sum(d < b for d in new_dims)
+    return squeeze_p.bind(x, dimensions=new_dims), out_b
+
+
+defjvp_linear(squeeze_p)
+squeeze_p.def_transpose(_squeeze_transpose)
+squeeze_p.def_batch(_squeeze_batch)
+
+
+# concatenate
+
+def _concatenate_transpose(ct, *xs, dimension):
+    from minijax.lax.slicing import slice_in_dim
+    cts, start = [], 0
+    for x in xs:
+        size = _aval_of(x).shape[dimension]
+        cts.append(slice_in_dim(ct, start, start + size, 1, dimension) if is_undefined(x)
+                   else None)
+        start += size
+    return cts
+
+
+def _concatenate_batch(trace, vals, dims, *, dimension):
+    # Keep the first batched operand's batch dimension; the others are moved (or broadcast,
+    # if unbatched) to match it.
+    b = next(d for d in dims if d is not None)
+    xs = [broadcast_batch(x, trace.axis_size, b) if d is None else moveaxis(x, d, b)
+          for x, d in zip(vals, dims)]
+    return concatenate_p.bind(*xs, dimension=dimension + (dimension >= b)), b
+
+
+defjvp_linear(concatenate_p)
+concatenate_p.def_transpose(_concatenate_transpose)
+concatenate_p.def_batch(_concatenate_batch)
+
+
+# pad
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    from minijax.lax.reduce import reduce_sum
+    from minijax.lax.select import select
+    from minijax.lax.slicing import slice as slice_
+    x_aval = _aval_of(x)
+    ct_aval = get_aval(ct)
+    dt = ct_aval.dtype
+    x_ct = pv_ct = None
+    if is_undefined(x):
+        # Undo the edge padding (negative edges were cropped: pad them back with zeros),
+        # then take every (interior + 1)-th element.
+        unpad = tuple((-lo, -hi, 0) for lo, hi, _ in padding_config)
+        t = pad(ct, np.zeros((), dt), unpad)
+        x_ct = slice_(t, (0,) * ct_aval.ndim, get_aval(t).shape,
+                      tuple(interior + 1 for _, _, interior in padding_config))
+    if is_undefined(padding_value):
+        # The padding value's cotangent sums ct over the padded positions.
+        is_pad = pad(_zeros(x_aval.shape, np.bool_), np.ones((), np.bool_), padding_config)
+        masked = select(is_pad, ct, _zeros(ct_aval.shape, dt))
+        pv_ct = reduce_sum(masked, tuple(range(ct_aval.ndim)))
+    return [x_ct, pv_ct]
+
+
+def _pad_batch(trace, vals, dims, *, padding_config):
+    from minijax.lax.select import select
+    (x, pv), (bx, bp) = vals, dims
+    if bx is None:
+        x, bx = broadcast_batch(x, trace.axis_size, 0), 0
+    config = list(padding_config)
+    config.insert(bx, (0, 0, 0))
+    config = tuple(config)
+    if bp is None:
+        return pad_p.bind(x, pv, padding_config=config), bx
+    # A batched padding value: pad with zeros, then select the padding value where padded.
+    aval = get_aval(x)
+    out = pad_p.bind(x, np.zeros((), aval.dtype), padding_config=config)
+    out_shape = get_aval(out).shape
+    is_pad = pad(_zeros(aval.shape, np.bool_), np.ones((), np.bool_), config)
+    pv = broadcast_in_dim(pv, out_shape, (bx,))
+    return select(is_pad, pv, out), bx
+
+
+defjvp_linear(pad_p)
+pad_p.def_transpose(_pad_transpose)
+pad_p.def_batch(_pad_batch)
+
+
+# rev
+
+def _rev_transpose(ct, x, *, dimensions):
+    return [rev(ct, dimensions)]
+
+
+def _rev_batch(trace, vals, dims, *, dimensions):
+    (x,), (b,) = vals, dims
+    return rev_p.bind(x, dimensions=_shift(dimensions, b)), b
+
+
+defjvp_linear(rev_p)
+rev_p.def_transpose(_rev_transpose)
+rev_p.def_batch(_rev_batch)
+
+
+# iota has no operands: it is never differentiated nor batched (an unbatched call just
+# binds it); its jvp rule only says that its output has a zero tangent.
+defjvp_zero(iota_p)

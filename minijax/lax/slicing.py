@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -695,3 +696,511 @@ def scatter_max(operand, scatter_indices, updates, dimension_numbers: ScatterDim
     """XLA's Scatter, keeping the maximum."""
     return _scatter_bind(scatter_max_p, "max", operand, scatter_indices, updates,
                          dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+# ---- differentiation and batching rules ----------------------------------------------------
+#
+# slice, dynamic_slice, dynamic_update_slice, gather and scatter-add are linear in their array
+# operands (never in their indices): their jvp applies them to the tangents and their
+# transposes are the adjoint ops (slice <-> pad, dynamic_slice <-> dynamic_update_slice,
+# gather <-> scatter-add). scatter, scatter-mul, scatter-min and scatter-max have jvps built
+# from linear ops. Batching folds the batch dimension into the op's parameters: a batched
+# index becomes a gather/scatter batching dimension, so the emitted code has no loops.
+
+from minijax.lax.binary import add, div, eq, max as max_, mul, sub  # noqa: E402
+from minijax.lax.convert import convert_element_type  # noqa: E402
+from minijax.lax.select import select  # noqa: E402
+from minijax.lax.shape import broadcast_in_dim, concatenate, iota, pad  # noqa: E402
+from minijax.transforms.ad import (Zero, add_tangents, instantiate, is_undefined,  # noqa: E402
+                                   tangent_aval)
+from minijax.transforms.batching import bdim_at, broadcast_batch, moveaxis  # noqa: E402
+
+
+def _shift(dims, at: int) -> tuple[int, ...]:
+    """``dims`` renumbered after a new dimension is inserted at position ``at``."""
+    return tuple(d if d < at else d + 1 for d in dims)
+
+
+def _insert_range(positions: Sequence[int], k: int, rank: int) -> tuple[int, int]:
+    """Where a new dimension can be inserted into an array of ``rank`` so that exactly ``k``
+    of the (sorted) ``positions`` come before it: an inclusive range ``(lo, hi)``."""
+    lo = positions[k - 1] + 1 if k > 0 else 0
+    hi = positions[k] if k < len(positions) else rank
+    return lo, hi
+
+
+def _full(shape, value, dtype):
+    return broadcast_in_dim(np.asarray(value, dtype), tuple(shape), ())
+
+
+def _zero_tangent(out):
+    return Zero(tangent_aval(get_aval(out)))
+
+
+def _aval_of(x) -> ShapedArray:
+    """The aval of a transpose rule's operand (an ``UndefinedPrimal`` or a value)."""
+    return x.aval if is_undefined(x) else get_aval(x)
+
+
+# slice
+
+def _slice_transpose(ct, x, *, limit_indices, start_indices, strides):
+    shape = x.aval.shape
+    strides = strides or (1,) * len(shape)
+    out_shape = get_aval(ct).shape
+    # The last element read along each dimension, plus one.
+    real_limits = [s + (n - 1) * st + 1 if n else s
+                   for s, n, st in zip(start_indices, out_shape, strides)]
+    config = [(s, d - lim, st - 1)
+              for s, lim, st, d in zip(start_indices, real_limits, strides, shape)]
+    return [pad(ct, np.zeros((), get_aval(ct).dtype), config)]
+
+
+def _slice_batch(trace, vals, dims, *, limit_indices, start_indices, strides):
+    (x,), (b,) = vals, dims
+    starts, limits = list(start_indices), list(limit_indices)
+    starts.insert(b, 0)
+    limits.insert(b, trace.axis_size)
+    if strides is not None:
+        strides = list(strides)
+        strides.insert(b, 1)
+        strides = tuple(strides)
+    return slice_p.bind(x, limit_indices=tuple(limits), start_indices=tuple(starts),
+                        strides=strides), b
+
+
+def _linear_jvp(prim: Primitive, n_linear: int):
+    """jvp of a primitive linear in its first ``n_linear`` operands (the rest are indices)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        ts = tangents[:n_linear]
+        if all(type(t) is Zero for t in ts) or not dtypes.is_inexact(get_aval(out).dtype):
+            return out, _zero_tangent(out)
+        return out, prim.bind(*[instantiate(t) for t in ts], *primals[n_linear:], **params)
+    return rule
+
+
+slice_p.def_jvp(_linear_jvp(slice_p, 1))
+slice_p.def_transpose(_slice_transpose)
+slice_p.def_batch(_slice_batch)
+
+
+# dynamic_slice / dynamic_update_slice
+
+def _stack_indices(indices: Sequence, dims: Sequence, size: int):
+    """Scalar start indices (some batched along axis 0) as one ``(size, len)`` index array."""
+    cols = [broadcast_in_dim(i, (size, 1), () if d is None else (0,))
+            for i, d in zip(indices, dims)]
+    return concatenate(cols, 1)
+
+
+def _dynamic_slice_transpose(ct, x, *start_indices, slice_sizes):
+    zeros = _full(x.aval.shape, 0, get_aval(ct).dtype)
+    return [dynamic_update_slice_p.bind(zeros, ct, *start_indices)] + [None] * len(start_indices)
+
+
+def _dynamic_slice_batch(trace, vals, dims, *, slice_sizes):
+    x, *idx = vals
+    bx, *bidx = dims
+    n = trace.axis_size
+    if all(d is None for d in bidx):  # only the operand is batched: slice the whole batch
+        idx_dt = get_aval(idx[0]).dtype if idx else dtypes.int32
+        idx.insert(bx, np.zeros((), idx_dt))
+        sizes = list(slice_sizes)
+        sizes.insert(bx, n)
+        return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(sizes)), bx
+    # Batched start indices: a gather of one window per batch element (it clamps the same).
+    dims_all = tuple(range(len(slice_sizes)))
+    dnums = GatherDimensionNumbers(offset_dims=dims_all, collapsed_slice_dims=(),
+                                   start_index_map=dims_all)
+    return _gather_batch(trace, [x, _stack_indices(idx, bidx, n)], [bx, 0],
+                         dimension_numbers=dnums, fill_value=None, indices_are_sorted=True,
+                         mode=GatherScatterMode.CLIP, slice_sizes=tuple(slice_sizes),
+                         unique_indices=True)
+
+
+dynamic_slice_p.def_jvp(_linear_jvp(dynamic_slice_p, 1))
+dynamic_slice_p.def_transpose(_dynamic_slice_transpose)
+dynamic_slice_p.def_batch(_dynamic_slice_batch)
+
+
+def _dynamic_update_slice_transpose(ct, x, update, *start_indices):
+    u_shape = _aval_of(update).shape
+    x_ct = u_ct = None
+    if is_undefined(x):
+        zeros = _full(u_shape, 0, get_aval(ct).dtype)
+        x_ct = dynamic_update_slice_p.bind(ct, zeros, *start_indices)
+    if is_undefined(update):
+        u_ct = dynamic_slice_p.bind(ct, *start_indices, slice_sizes=u_shape)
+    return [x_ct, u_ct] + [None] * len(start_indices)
+
+
+def _dynamic_update_slice_batch(trace, vals, dims):
+    x, u, *idx = vals
+    bx, bu, *bidx = dims
+    n = trace.axis_size
+    if all(d is None for d in bidx):  # unbatched start: update the whole batch dimension
+        b = bx if bx is not None else bu
+        x, u = bdim_at(x, bx, n, b), bdim_at(u, bu, n, b)
+        idx.insert(b, np.zeros((), get_aval(idx[0]).dtype if idx else dtypes.int32))
+        return dynamic_update_slice_p.bind(x, u, *idx), b
+    # Batched start indices: a scatter of one window per batch element (clamped the same).
+    dims_all = tuple(range(len(idx)))
+    dnums = ScatterDimensionNumbers(update_window_dims=dims_all, inserted_window_dims=(),
+                                    scatter_dims_to_operand_dims=dims_all)
+    return _scatter_batch(scatter_p)(
+        trace, [x, _stack_indices(idx, bidx, n), u], [bx, 0, bu], dimension_numbers=dnums,
+        indices_are_sorted=True, mode=GatherScatterMode.CLIP, unique_indices=True,
+        update_consts=(), update_jaxpr=None)
+
+
+dynamic_update_slice_p.def_jvp(_linear_jvp(dynamic_update_slice_p, 2))
+dynamic_update_slice_p.def_transpose(_dynamic_update_slice_transpose)
+dynamic_update_slice_p.def_batch(_dynamic_update_slice_batch)
+
+
+# gather
+
+def _gather_jvp(primals, tangents, **params):
+    x, indices = primals
+    out = gather_p.bind(x, indices, **params)
+    t = tangents[0]
+    if type(t) is Zero or not dtypes.is_inexact(get_aval(out).dtype):
+        return out, _zero_tangent(out)
+    if params["mode"] == GatherScatterMode.FILL_OR_DROP:
+        params = dict(params, fill_value=0)  # out-of-bounds windows have a zero tangent
+    return out, gather_p.bind(t, indices, **params)
+
+
+def _gather_transpose(ct, x, indices, *, dimension_numbers, fill_value, indices_are_sorted,
+                      mode, slice_sizes, unique_indices):
+    dn = dimension_numbers
+    sdn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+    zeros = _full(x.aval.shape, 0, get_aval(ct).dtype)
+    return [scatter_add(zeros, indices, ct, sdn, indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices, mode=mode), None]
+
+
+def _index_vector_not_batched(indices, bi):
+    """Indices whose batch dimension is not the last one (which holds the index vectors)."""
+    if bi is not None and bi == get_aval(indices).ndim - 1:
+        return moveaxis(indices, bi, 0), 0
+    return indices, bi
+
+
+def _gather_batch(trace, vals, dims, *, dimension_numbers, fill_value, indices_are_sorted,
+                  mode, slice_sizes, unique_indices):
+    (x, indices), (bx, bi) = vals, dims
+    dn = dimension_numbers
+    n = trace.axis_size
+    indices, bi = _index_vector_not_batched(indices, bi)
+    params = dict(fill_value=fill_value, mode=mode)
+    if bi is None:
+        # Only the operand is batched: its batch dimension is one more window dimension,
+        # placed in the output right after the offset dim of the window dim before it.
+        x_rank = get_aval(x).ndim - 1
+        removed = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+        window = [d for d in range(x_rank) if d not in removed]
+        w = sum(d < bx for d in window)
+        q = dn.offset_dims[w - 1] + 1 if w > 0 else 0
+        offset = list(_shift(dn.offset_dims, q))
+        offset.insert(w, q)
+        sizes = list(slice_sizes)
+        sizes.insert(bx, n)
+        new = GatherDimensionNumbers(
+            offset_dims=tuple(offset), collapsed_slice_dims=_shift(dn.collapsed_slice_dims, bx),
+            start_index_map=_shift(dn.start_index_map, bx),
+            operand_batching_dims=_shift(dn.operand_batching_dims, bx),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        return gather_p.bind(x, indices, dimension_numbers=new, slice_sizes=tuple(sizes),
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, **params), q
+    # Batched indices: the batch is one more output batch dimension (the output's non-offset
+    # dims follow the index batch dims in order).
+    out_rank = len(dn.offset_dims) + get_aval(indices).ndim - 2
+    batch_pos = [d for d in range(out_rank) if d not in dn.offset_dims]
+    q = _insert_range(batch_pos, bi, out_rank)[0]
+    offset = _shift(dn.offset_dims, q)
+    if bx is None:
+        new = dn._replace(offset_dims=offset,
+                          start_indices_batching_dims=_shift(dn.start_indices_batching_dims, bi))
+        # Different batch elements may read the same windows.
+        return gather_p.bind(x, indices, dimension_numbers=new, slice_sizes=slice_sizes,
+                             indices_are_sorted=False, unique_indices=False, **params), q
+    # Both batched: a pair of batching dimensions (operand dims kept sorted).
+    pairs = sorted([*zip(_shift(dn.operand_batching_dims, bx),
+                         _shift(dn.start_indices_batching_dims, bi)), (bx, bi)])
+    sizes = list(slice_sizes)
+    sizes.insert(bx, 1 if n else 0)
+    new = GatherDimensionNumbers(
+        offset_dims=offset, collapsed_slice_dims=_shift(dn.collapsed_slice_dims, bx),
+        start_index_map=_shift(dn.start_index_map, bx),
+        operand_batching_dims=tuple(p[0] for p in pairs),
+        start_indices_batching_dims=tuple(p[1] for p in pairs))
+    return gather_p.bind(x, indices, dimension_numbers=new, slice_sizes=tuple(sizes),
+                         indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                         **params), q
+
+
+gather_p.def_jvp(_gather_jvp)
+gather_p.def_transpose(_gather_transpose)
+gather_p.def_batch(_gather_batch)
+
+
+# scatters
+
+def _read_windows(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, *,
+                  indices_are_sorted: bool = False, unique_indices: bool = False):
+    """The gather reading back, for each update element, the element of ``x`` it targets.
+
+    Out-of-bounds windows read 0 when the scatter drops them.
+    """
+    sizes, pos = [], 0
+    for d, size in enumerate(get_aval(x).shape):
+        if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
+            sizes.append(min(size, 1))
+        else:
+            sizes.append(updates_shape[dn.update_window_dims[pos]])
+            pos += 1
+    gdn = GatherDimensionNumbers(
+        offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+        start_index_map=dn.scatter_dims_to_operand_dims,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=dn.scatter_indices_batching_dims)
+    return gather_p.bind(x, indices, dimension_numbers=gdn,
+                         fill_value=0 if mode == GatherScatterMode.FILL_OR_DROP else None,
+                         indices_are_sorted=indices_are_sorted, mode=mode,
+                         slice_sizes=tuple(sizes), unique_indices=unique_indices)
+
+
+def _scatter_add_like(params: dict, operand, indices, updates):
+    """scatter-add with the index parameters of another scatter."""
+    return scatter_add(operand, indices, updates, params["dimension_numbers"],
+                       indices_are_sorted=params["indices_are_sorted"],
+                       unique_indices=params["unique_indices"], mode=params["mode"])
+
+
+def _read_like(params: dict, x, indices, updates_shape):
+    return _read_windows(x, indices, params["dimension_numbers"], updates_shape, params["mode"],
+                         indices_are_sorted=params["indices_are_sorted"],
+                         unique_indices=params["unique_indices"])
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+    x, indices, u = primals
+    tx, _, tu = tangents
+    out = scatter_add_p.bind(x, indices, u, **params)
+    if (type(tx) is Zero and type(tu) is Zero) or not dtypes.is_inexact(get_aval(out).dtype):
+        return out, _zero_tangent(out)
+    return out, scatter_add_p.bind(instantiate(tx), indices, instantiate(tu), **params)
+
+
+def _scatter_add_transpose(ct, x, indices, updates, **params):
+    u_shape = _aval_of(updates).shape
+    x_ct = ct if is_undefined(x) else None
+    u_ct = _read_like(params, ct, indices, u_shape) if is_undefined(updates) else None
+    return [x_ct, None, u_ct]
+
+
+def _scatter_jvp(primals, tangents, **params):
+    x, indices, u = primals
+    tx, _, tu = tangents
+    if (type(tx) is Zero and type(tu) is Zero) or not dtypes.is_inexact(get_aval(x).dtype):
+        out = scatter_p.bind(x, indices, u, **params)
+        return out, _zero_tangent(out)
+    tx, tu = instantiate(tx), instantiate(tu)
+    if params["unique_indices"]:
+        return scatter_p.bind(x, indices, u, **params), scatter_p.bind(tx, indices, tu, **params)
+    # Repeated indices: which update wins is unspecified, so find out by scattering a distinct
+    # id per update (window), read the ids back, and mask operand and updates to the values
+    # that were written. Outputs and tangents are then scatter-adds of the masked values.
+    u_shape = get_aval(u).shape
+    dn = params["dimension_numbers"]
+    ids_shape = tuple(1 if d in dn.update_window_dims else s for d, s in enumerate(u_shape))
+    num_ids = math.prod(ids_shape)
+    id_dt = dtypes.int32 if num_ids < np.iinfo(np.int32).max else dtypes.canonicalize(np.int64)
+    ids = add(reshape(iota(id_dt, num_ids), ids_shape), np.ones((), id_dt))
+    ids = broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
+    x_shape = get_aval(x).shape
+    written_ids = scatter_p.bind(_full(x_shape, 0, id_dt), indices, ids, **params)
+    kept = eq(written_ids, np.zeros((), id_dt))
+    won = eq(ids, _read_like(params, written_ids, indices, u_shape))
+    dt = get_aval(x).dtype
+    x_zeros, u_zeros = _full(x_shape, 0, dt), _full(u_shape, 0, dt)
+    out = _scatter_add_like(params, select(kept, x, x_zeros), indices, select(won, u, u_zeros))
+    t_out = _scatter_add_like(params, select(kept, tx, x_zeros), indices,
+                              select(won, tu, u_zeros))
+    return out, t_out
+
+
+def _scatter_transpose(ct, x, indices, updates, **params):
+    if not params["unique_indices"]:
+        raise NotImplementedError(
+            "scatter transpose is only implemented where unique_indices=True; with repeated "
+            "indices which update wins is unspecified (differentiating scatter with jvp/grad "
+            "works without it)")
+    u_aval = _aval_of(updates)
+    x_ct = u_ct = None
+    if is_undefined(x):  # overwritten positions get no cotangent
+        zeros = _full(u_aval.shape, 0, get_aval(ct).dtype)
+        x_ct = scatter_p.bind(ct, indices, zeros, **params)
+    if is_undefined(updates):
+        u_ct = _read_like(params, ct, indices, u_aval.shape)
+    return [x_ct, None, u_ct]
+
+
+def _product_of_others(params: dict, x_shape, indices, y):
+    """For each update element, the product of the other updates to the same operand element.
+
+    Computed as (product of the nonzero updates) / y_k, with the zeros counted separately so
+    nothing is divided by zero. Its value is exact; its own derivatives (so second and higher
+    derivatives of scatter-mul) are exact where no update of an element is zero.
+    """
+    y_aval = get_aval(y)
+    dt = y_aval.dtype
+    zero, one = _full(y_aval.shape, 0, dt), _full(y_aval.shape, 1, dt)
+    is_zero = eq(y, zero)
+    y_safe = select(is_zero, one, y)
+    nonzero_prod = scatter_mul(_full(x_shape, 1, dt), indices, y_safe,
+                               params["dimension_numbers"], mode=params["mode"])
+    num_zeros = _scatter_add_like(params, _full(x_shape, 0, dt), indices,
+                                  convert_element_type(is_zero, dt))
+    prod_k = _read_like(params, nonzero_prod, indices, y_aval.shape)
+    zeros_k = _read_like(params, num_zeros, indices, y_aval.shape)
+    if_zero = select(eq(zeros_k, one), prod_k, zero)  # y_k is the only zero
+    if_nonzero = select(eq(zeros_k, zero), div(prod_k, y_safe), zero)
+    return select(is_zero, if_zero, if_nonzero)
+
+
+def _scatter_mul_jvp(primals, tangents, **params):
+    x, indices, y = primals
+    tx, _, ty = tangents
+    out = scatter_mul_p.bind(x, indices, y, **params)
+    if (type(tx) is Zero and type(ty) is Zero) or not dtypes.is_inexact(get_aval(out).dtype):
+        return out, _zero_tangent(out)
+    t = _zero_tangent(out)
+    if type(tx) is not Zero:  # out = x * P with P the product of the updates at each element
+        t = scatter_mul_p.bind(tx, indices, y, **params)
+    if type(ty) is not Zero:  # product rule: d out = x * sum_k (prod of the others) * d y_k
+        x_shape = get_aval(x).shape
+        coef = ty if params["unique_indices"] else \
+            mul(ty, _product_of_others(params, x_shape, indices, y))
+        summed = _scatter_add_like(params, _full(x_shape, 0, get_aval(x).dtype), indices, coef)
+        t = add_tangents(t, mul(x, summed))
+    return out, t
+
+
+def _scatter_mul_transpose(ct, x, indices, updates, **params):
+    if is_undefined(updates):
+        if not params["unique_indices"]:
+            raise NotImplementedError("scatter-mul is linear in its updates only where "
+                                      "unique_indices=True")
+        if is_undefined(x):
+            raise NotImplementedError("scatter-mul is not linear in operand and updates at once")
+        u_ct = _read_like(params, mul(ct, x), indices, updates.aval.shape)
+        return [None, None, u_ct]
+    return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+def _scatter_extremal_jvp(prim: Primitive):
+    """scatter-min/max: the tangent of the value that won; ties share it evenly (as jax)."""
+    def rule(primals, tangents, **params):
+        x, indices, y = primals
+        tx, _, ty = tangents
+        out = prim.bind(x, indices, y, **params)
+        if (type(tx) is Zero and type(ty) is Zero) or not dtypes.is_inexact(get_aval(out).dtype):
+            return out, _zero_tangent(out)
+        tx, ty = instantiate(tx), instantiate(ty)
+        x_aval, y_aval = get_aval(x), get_aval(y)
+        dt = x_aval.dtype
+        zero, one = _full(y_aval.shape, 0, dt), _full(y_aval.shape, 1, dt)
+        x_zeros = _full(x_aval.shape, 0, dt)
+
+        def read(v):
+            return _read_like(params, v, indices, y_aval.shape)
+
+        target = read(out)
+        won = eq(y, target)
+        kept = eq(read(x), target)
+        num_won = read(_scatter_add_like(params, x_zeros, indices, select(won, one, zero)))
+        num_refs = max_(read(_scatter_add_like(params, x_zeros, indices, one)), one)
+        # Winners sharing each output element: the updates equal to it, and the operand.
+        share = div(one, max_(add(num_won, select(kept, one, zero)), one))
+        y_coef = select(won, share, zero)
+        # The operand's tangent enters once per element; each of its num_refs updates
+        # removes its 1/num_refs part and puts back its share if the operand was kept.
+        x_coef = div(sub(select(kept, share, zero), one), num_refs)
+        t_updates = add(mul(read(tx), x_coef), mul(ty, y_coef))
+        return out, _scatter_add_like(params, tx, indices, t_updates)
+    return rule
+
+
+def _scatter_batch(prim: Primitive):
+    def rule(trace, vals, dims, *, dimension_numbers, indices_are_sorted, mode, unique_indices,
+             update_consts, update_jaxpr):
+        (x, indices, u), (bx, bi, bu) = vals, dims
+        dn = dimension_numbers
+        n = trace.axis_size
+        indices, bi = _index_vector_not_batched(indices, bi)
+        x_rank = get_aval(x).ndim - (bx is not None)
+        u_rank = get_aval(u).ndim - (bu is not None)
+        params = dict(indices_are_sorted=indices_are_sorted, mode=mode,
+                      unique_indices=unique_indices, update_consts=update_consts,
+                      update_jaxpr=update_jaxpr)
+        if bi is None:
+            # Unbatched indices: the batch is one more window dimension, at a position of
+            # the updates that keeps the window dims of operand and updates in the same order.
+            removed = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+            window = [d for d in range(x_rank) if d not in removed]
+            if bx is None:
+                w = sum(d < bu for d in dn.update_window_dims)
+                bx = _insert_range(window, w, x_rank)[0]
+                x = broadcast_batch(x, n, bx)
+            else:
+                w = sum(d < bx for d in window)
+            lo, hi = _insert_range(dn.update_window_dims, w, u_rank)
+            if bu is None or not lo <= bu <= hi:
+                u, bu = bdim_at(u, bu, n, lo), lo
+            uwd = list(_shift(dn.update_window_dims, bu))
+            uwd.insert(w, bu)
+            new = ScatterDimensionNumbers(
+                update_window_dims=tuple(uwd),
+                inserted_window_dims=_shift(dn.inserted_window_dims, bx),
+                scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims, bx),
+                operand_batching_dims=_shift(dn.operand_batching_dims, bx),
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+            return prim.bind(x, indices, u, dimension_numbers=new, **params), bx
+        # Batched indices: a pair of batching dimensions; in the updates the batch is the
+        # scatter dimension matching the indices' batch dimension.
+        if bx is None:
+            x, bx = broadcast_batch(x, n, 0), 0
+        scatter_pos = [d for d in range(u_rank) if d not in dn.update_window_dims]
+        lo, hi = _insert_range(scatter_pos, bi, u_rank)
+        if bu is None or not lo <= bu <= hi:
+            u, bu = bdim_at(u, bu, n, lo), lo
+        pairs = sorted([*zip(_shift(dn.operand_batching_dims, bx),
+                             _shift(dn.scatter_indices_batching_dims, bi)), (bx, bi)])
+        new = ScatterDimensionNumbers(
+            update_window_dims=_shift(dn.update_window_dims, bu),
+            inserted_window_dims=_shift(dn.inserted_window_dims, bx),
+            scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims, bx),
+            operand_batching_dims=tuple(p[0] for p in pairs),
+            scatter_indices_batching_dims=tuple(p[1] for p in pairs))
+        return prim.bind(x, indices, u, dimension_numbers=new, **params), bx
+    return rule
+
+
+scatter_p.def_jvp(_scatter_jvp)
+scatter_p.def_transpose(_scatter_transpose)
+scatter_add_p.def_jvp(_scatter_add_jvp)
+scatter_add_p.def_transpose(_scatter_add_transpose)
+scatter_mul_p.def_jvp(_scatter_mul_jvp)
+scatter_mul_p.def_transpose(_scatter_mul_transpose)
+scatter_min_p.def_jvp(_scatter_extremal_jvp(scatter_min_p))
+scatter_max_p.def_jvp(_scatter_extremal_jvp(scatter_max_p))
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+    _p.def_batch(_scatter_batch(_p))
