@@ -82,9 +82,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         basis = _std_basis(in_leaves)
         res = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
         jac, aux = res if has_aux else (res, None)
-        jac = tree_map(lambda j: tree_unflatten(in_tree, _split_last(j, in_leaves, False)), jac)
-        if isinstance(argnums, int):
-            jac = tree_map(lambda j: j[0], jac, is_leaf=lambda x: isinstance(x, tuple))
+        # each output leaf holds a pytree like the differentiated argument(s)
+        arg_tree = tree_flatten(dyn[0])[1] if isinstance(argnums, int) else in_tree
+        jac = tree_map(lambda j: tree_unflatten(arg_tree, _split_last(j, in_leaves, False)),
+                       jac)
         return (jac, aux) if has_aux else jac
 
     return jacfun
@@ -114,9 +115,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         ct_leaves = tree_flatten(cts)[0]
         per_out = [_split_last(c, out_leaves, True) for c in ct_leaves]  # [in][out]
         blocks = [[per_out[i][o] for i in range(len(in_leaves))] for o in range(len(out_leaves))]
-        jac = tree_unflatten(out_tree, [tree_unflatten(in_tree, b) for b in blocks])
-        if isinstance(argnums, int):
-            jac = tree_map(lambda j: j[0], jac, is_leaf=lambda x: isinstance(x, tuple))
+        arg_tree = tree_flatten(dyn[0])[1] if isinstance(argnums, int) else in_tree
+        jac = tree_unflatten(out_tree, [tree_unflatten(arg_tree, b) for b in blocks])
         return (jac, res[2]) if has_aux else jac
 
     return jacfun
