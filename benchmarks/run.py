@@ -285,6 +285,17 @@ def jit_call(lib: Lib) -> PerCall:
     return PerCall(lambda: f(a, b))
 
 
+@benchmark("compiled_call", "us")
+def compiled_call(lib: Lib) -> PerCall:
+    """Calling the Compiled object of that jit (jit(f).lower(a, b).compile()) directly."""
+    f = lib.mod.jit(lambda a, b: a * b + 1.0)
+    a = lib.put(np.arange(8, dtype=np.float32))
+    b = lib.put(np.ones(8, np.float32))
+    compiled = f.lower(a, b).compile()
+    lib.block(compiled(a, b))
+    return PerCall(lambda: compiled(a, b))
+
+
 @benchmark("eager_sin", "us")
 def eager_sin(lib: Lib) -> PerCall:
     """Eager jnp.sin on a device f32[8]."""

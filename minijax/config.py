@@ -75,6 +75,11 @@ class Config:
     def _compute_trace_key(self) -> tuple:
         return tuple(self._values[n] for n, spec in _FLAGS.items() if spec[2])
 
+    @staticmethod
+    def trace_key_names() -> tuple[str, ...]:
+        """The names of the flags in ``trace_key``, in order."""
+        return tuple(n for n, spec in _FLAGS.items() if spec[2])
+
     @property
     def trace_key(self) -> tuple:
         """The values of the flags that change traced programs (part of jit cache keys)."""

@@ -18,9 +18,11 @@ from minijax.runtime.backend import (
     sharding_for,
 )
 from minijax.runtime.executable import (
+    DeserializationError,
     Executable,
     MemoryAnalysis,
     compile,
+    compile_count,
     default_compile_options,
     deserialize,
 )
@@ -29,12 +31,14 @@ from minijax.runtime.transfer import block_until_ready, device_put, put_numpy
 __all__ = [
     "Array",
     "Backend",
+    "DeserializationError",
     "Device",
     "Executable",
     "MemoryAnalysis",
     "backend_of",
     "block_until_ready",
     "compile",
+    "compile_count",
     "default_backend",
     "default_compile_options",
     "default_device",

@@ -88,8 +88,13 @@ class Array:
             raise RuntimeError(self._deleted_message())
 
     def _deleted_message(self) -> str:
-        how = ("donated to a jit-compiled computation (its buffer was reused)"
-               if self._donated else "deleted")
+        donated = self._donated
+        if isinstance(donated, str):  # where: "to jit(f) at file.py:12"
+            how = f"donated {donated} (its buffer was reused for an output)"
+        elif donated:
+            how = "donated to a jit-compiled computation (its buffer was reused)"
+        else:
+            how = "deleted"
         return (f"Array has been {how}, so it can no longer be used "
                 f"(it was {self.aval.str_short()}).")
 
@@ -145,12 +150,10 @@ class Array:
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if dtype is None and copy is None and self._npy is None:
-            buf = self._buf
-            if not buf.is_deleted():  # the fast path of to_numpy
-                try:
-                    return _asarray(memoryview(buf))
-                except BufferError:
-                    pass
+            try:  # the fast path of to_numpy (a deleted buffer raises BufferError too)
+                return _asarray(memoryview(self._buf))
+            except BufferError:
+                pass
         value = to_numpy(self)
         if copy is None and dtype is None:
             return value
@@ -263,6 +266,21 @@ class Array:
 
 
 _new = object.__new__
+
+# One ShapedArray object per distinct type among runtime arrays: the avals of
+# transferred arrays and of the outputs of executables compiled by the stages come
+# from here. The table is never cleared, so an interned aval lives as long as the
+# process and its ``id`` is a safe dictionary key: jit's dispatch path keys on the
+# ids of its arguments' avals (ints hash in C; ShapedArray's hash is Python code).
+_interned: dict[ShapedArray, ShapedArray] = {}
+
+
+def intern_aval(aval: ShapedArray) -> ShapedArray:
+    """The canonical, immortal object equal to ``aval``."""
+    a = _interned.get(aval)
+    if a is None:
+        a = _interned.setdefault(aval, aval)
+    return a
 
 
 def _wrap(buf: Any, aval: ShapedArray) -> Array:

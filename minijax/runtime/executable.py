@@ -12,8 +12,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,9 +25,24 @@ from jaxlib import _jax, xla_client
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
+from minijax.runtime import compile_options as _options
 from minijax.runtime.array import Array, _wrap
 
-__all__ = ["Executable", "MemoryAnalysis", "compile", "default_compile_options", "deserialize"]
+__all__ = ["Executable", "MemoryAnalysis", "compile", "compile_count", "default_compile_options",
+           "deserialize", "DeserializationError"]
+
+# How many times XLA compiled a module in this process (tests use it to show that a
+# cache hit or a deserialization compiled nothing).
+_counts = {"compile": 0, "deserialize": 0}
+
+
+def compile_count() -> int:
+    """The number of XLA compilations in this process so far."""
+    return _counts["compile"]
+
+
+class DeserializationError(ValueError):
+    """Serialized executable bytes that this jaxlib/platform cannot load."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +83,7 @@ class Executable:
 
     __slots__ = (
         "__weakref__",
+        "_code_size",
         "_handlers",
         "backend",
         "donated",
@@ -82,6 +100,7 @@ class Executable:
         self.out_avals = list(out_avals)
         self.backend = backend
         self.donated = tuple(donated)
+        self._code_size: int | None = None  # known generated-code size (deserialized)
         devices = loaded.local_devices()
         if len(devices) != 1:
             raise NotImplementedError(
@@ -91,6 +110,36 @@ class Executable:
                           for a in self.out_avals]
         self.execute = _make_execute(loaded.execute_sharded, self._handlers,
                                      tuple(self.out_avals))
+
+    def runner(self, out_tree=None) -> Callable[[list], Any]:
+        """``bufs -> outputs``: ``execute`` then ``out_tree.unflatten``, in one closure.
+
+        With no ``out_tree`` the outputs come back as a list. When ``out_tree`` is a
+        bare leaf the single output Array is built directly from the handler.
+        """
+        if out_tree is None:
+            return self.execute
+        if out_tree.num_leaves == 1 and out_tree.num_nodes == 1:
+            execute_sharded = self.loaded.execute_sharded
+            handlers = self._handlers
+            aval = self.out_avals[0]
+            new = object.__new__
+
+            def run_one(bufs: list) -> Array:
+                buf = execute_sharded(bufs).consume_with_handlers(handlers)[0]
+                out = new(Array)  # _wrap, inlined: this is the dispatch hot path
+                out._buf = buf
+                out.aval = aval
+                out._npy = None
+                out._donated = False
+                return out
+            return run_one
+        execute = self.execute
+        unflatten = out_tree.unflatten
+
+        def run(bufs: list) -> Any:
+            return unflatten(execute(bufs))
+        return run
 
     @property
     def device(self) -> _backend.Device:
@@ -121,8 +170,32 @@ class Executable:
         return dict(self.loaded.cost_analysis())
 
     def memory_analysis(self) -> MemoryAnalysis:
-        """Sizes of arguments, outputs, aliases, temporaries and generated code."""
-        return MemoryAnalysis._from_stats(self.loaded.get_compiled_memory_stats())
+        """Sizes of arguments, outputs, aliases, temporaries and generated code.
+
+        XLA:CPU reports ``generated_code_size_in_bytes = 0``; there it is filled in
+        with ``generated_code_size()``.
+        """
+        m = MemoryAnalysis._from_stats(self.loaded.get_compiled_memory_stats())
+        if m.generated_code_size_in_bytes == 0:
+            m = dataclasses.replace(m, generated_code_size_in_bytes=self.generated_code_size())
+        return m
+
+    def generated_code_size(self) -> int:
+        """Bytes of machine code and read-only data XLA generated for this executable.
+
+        jaxlib's own figure (``size_of_generated_code_in_bytes``) when it has one;
+        on XLA:CPU, which reports 0, the total size of the loadable (``SHF_ALLOC``)
+        sections -- ``.text``/``.ltext`` code, constants, unwind tables -- of the ELF
+        object files embedded in the serialized executable.
+        """
+        n = int(self.loaded.size_of_generated_code_in_bytes() or 0)
+        if n == 0 and self._code_size is not None:
+            return self._code_size
+        if n == 0:
+            with contextlib.suppress(Exception):
+                n = elf_loaded_size(self.loaded.serialize())
+            self._code_size = n
+        return n
 
     def serialize(self) -> bytes:
         """The executable as bytes; see ``deserialize``."""
@@ -199,8 +272,15 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
             device, num_args, None if out_avals is None else len(out_avals))
     if isinstance(module, bytearray | memoryview):
         module = bytes(module)
-    loaded = backend.client.compile_and_load(module, _jax.DeviceList((device,)),
-                                             compile_options)
+    try:
+        loaded = backend.client.compile_and_load(module, _jax.DeviceList((device,)),
+                                                 compile_options)
+    except _jax.JaxRuntimeError as e:
+        bad_option = _options.as_value_error(e)
+        if bad_option is not None:
+            raise bad_option from None
+        raise
+    _counts["compile"] += 1
     if out_avals is None:
         out_avals = _out_avals_from_hlo(loaded)
     return Executable(loaded, out_avals, backend, donated)
@@ -210,11 +290,71 @@ def deserialize(data: bytes, out_avals: Sequence[ShapedArray],
                 backend: _backend.Backend | str | None = None, *,
                 device: _backend.Device | None = None,
                 donated: Sequence[int] = ()) -> Executable:
-    """Load an executable produced by ``Executable.serialize``."""
+    """Load an executable produced by ``Executable.serialize`` (no compilation).
+
+    Raises ``DeserializationError`` when XLA cannot load the bytes (another
+    platform, another jaxlib version, or damaged data).
+    """
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
-    loaded = backend.client.deserialize_executable(data, _jax.DeviceList((device,)))
-    return Executable(loaded, out_avals, backend, donated)
+    data = bytes(data)
+    try:
+        loaded = backend.client.deserialize_executable(data, _jax.DeviceList((device,)))
+    except Exception as e:  # noqa: BLE001 - XLA's errors are JaxRuntimeError or ValueError
+        raise DeserializationError(
+            f"cannot load the serialized executable on {backend.platform}: {e}") from None
+    _counts["deserialize"] += 1
+    exe = Executable(loaded, out_avals, backend, donated)
+    # A loaded executable no longer holds its object code: measure it in the input.
+    with contextlib.suppress(Exception):
+        exe._code_size = elf_loaded_size(data) or None
+    return exe
+
+
+def platform_fingerprint(backend: _backend.Backend | str | None = None,
+                         device: _backend.Device | None = None) -> str:
+    """What a serialized executable depends on: jaxlib version, platform, device kind."""
+    import jaxlib.version
+    backend = _backend.get_backend(backend)
+    device = _default_device(backend, device)
+    client = backend.client
+    return (f"jaxlib={jaxlib.version.__version__};platform={backend.platform};"
+            f"platform_version={client.platform_version};device_kind={device.device_kind}")
+
+
+# ---- generated code size from the ELF objects of a serialized CPU executable ----------------
+
+_ELF_MAGIC = b"\x7fELF"
+_SHF_ALLOC = 0x2
+
+
+def elf_loaded_size(data: bytes) -> int:
+    """Sum of the ``SHF_ALLOC`` section sizes of every 64-bit ELF object inside ``data``."""
+    total, pos = 0, data.find(_ELF_MAGIC)
+    while pos >= 0:
+        size, end = _elf_object(data, pos)
+        total += size
+        pos = data.find(_ELF_MAGIC, max(end, pos + 4))
+    return total
+
+
+def _elf_object(data: bytes, start: int) -> tuple[int, int]:
+    """(loaded bytes, end offset) of the ELF object at ``start``; (0, start) if not one."""
+    if len(data) < start + 64 or data[start + 4] != 2 or data[start + 5] not in (1, 2):
+        return 0, start
+    order = "<" if data[start + 5] == 1 else ">"
+    shoff, = struct.unpack_from(order + "Q", data, start + 0x28)
+    shentsize, shnum = struct.unpack_from(order + "HH", data, start + 0x3A)
+    end = start + shoff + shentsize * shnum
+    if shentsize < 64 or shnum == 0 or end > len(data):
+        return 0, start
+    total = 0
+    for k in range(shnum):
+        _name, _type, flags, _addr, _off, size = struct.unpack_from(
+            order + "IIQQQQ", data, start + shoff + k * shentsize)
+        if flags & _SHF_ALLOC:
+            total += size
+    return total, end
 
 
 # ---- reading output types from optimized HLO ---------------------------------------------

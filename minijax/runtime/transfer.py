@@ -22,7 +22,7 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
-from minijax.runtime.array import Array, _wrap, to_numpy
+from minijax.runtime.array import Array, _wrap, intern_aval, to_numpy
 
 __all__ = ["block_until_ready", "device_put", "put_numpy", "to_numpy"]
 
@@ -51,7 +51,7 @@ def _aval(shape: tuple, dt: np.dtype, weak: bool) -> ShapedArray:
     if a is None:
         if len(_aval_cache) > 4096:
             _aval_cache.clear()
-        a = _aval_cache[key] = ShapedArray(shape, dt, weak)
+        a = _aval_cache[key] = intern_aval(ShapedArray(shape, dt, weak))
     return a
 
 

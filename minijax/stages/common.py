@@ -80,3 +80,11 @@ def short_types(avals: Sequence[ShapedArray]) -> str:
 
 def is_tracer(x: Any) -> bool:
     return isinstance(x, Tracer)
+
+
+def raise_if_deleted(args: Sequence[Any]) -> None:
+    """After a failed execution: a ``RuntimeError`` saying which argument was deleted
+    (or donated, and where), if one was; otherwise nothing (the caller re-raises)."""
+    for x in args:
+        if type(x) is Array and x._buf.is_deleted():
+            raise RuntimeError(x._deleted_message()) from None

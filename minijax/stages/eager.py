@@ -5,11 +5,25 @@ from __future__ import annotations
 from minijax.config import config
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.trace import EAGER_IMPL, user_source
-from minijax.stages.common import abstractify
+from minijax.stages.common import abstractify, raise_if_deleted
 from minijax.stages.jit import compile_module, to_buffers
 from minijax.lowering.lower import lower_module
+from minijax.runtime.array import intern_aval
+from minijax.tree_util import tree_flatten
 
-_cache: dict = {}
+_cache: dict = {}  # (primitive, avals, params, config) -> Executable
+# (primitive, ids of the interned avals of Array arguments, params) -> run; emptied when
+# a config flag that changes programs is updated (see minijax.stages.jit).
+_fast: dict = {}
+_LEAF = tree_flatten(0)[1]
+
+
+def _drop_fast(_value) -> None:
+    _fast.clear()
+
+
+for _flag in config.trace_key_names():
+    config.on_change(_flag, _drop_fast)
 
 
 def _build(prim, avals, params):
@@ -24,10 +38,23 @@ def _build(prim, avals, params):
     eqn = JaxprEqn(prim, invars, outvars, params)
     closed = ClosedJaxpr(Jaxpr([], invars, outvars, [eqn]), [])
     text = lower_module(closed, module_name=f"jit_{prim.name}", name_prefix=f"jit({prim.name})")
-    return compile_module(text, out_list)
+    return compile_module(text, out_list, name=prim.name)
 
 
 def apply_primitive(prim, args, params):
+    try:  # device arrays with a signature seen before
+        run = _fast[(prim, tuple([id(x.aval) for x in args]), *params.items())]
+        bufs = [x._buf for x in args]
+    except (AttributeError, KeyError, TypeError):
+        return _apply(prim, args, params)
+    try:
+        return run(bufs)
+    except Exception:
+        raise_if_deleted(args)
+        raise
+
+
+def _apply(prim, args, params):
     avals = tuple(abstractify(x) for x in args)
     try:
         key = (prim, avals, tuple(params.items()), config.trace_key)
@@ -38,7 +65,14 @@ def apply_primitive(prim, args, params):
         exe = _build(prim, avals, params)
         if key is not None:
             _cache[key] = exe
-    outs = exe.execute(to_buffers(args))
+            ids = tuple(id(intern_aval(a)) for a in avals)
+            _fast[(prim, ids, *params.items())] = exe.runner(
+                None if prim.multiple_results else _LEAF)
+    try:
+        outs = exe.execute(to_buffers(args))
+    except Exception:
+        raise_if_deleted(args)
+        raise
     return outs if prim.multiple_results else outs[0]
 
 

@@ -1,9 +1,19 @@
 """``jit``: trace once per argument signature, lower, compile, and call fast.
 
-The call path at top level is: flatten ``(args, kwargs)`` with the C++ pytree,
-build a key from the tree, the argument avals, the metadata context and the
-config flags that change programs, then look the executable up. On a miss the
-function is traced to a jaxpr, lowered to StableHLO and compiled.
+The call path at top level, for a function without static or donated arguments:
+
+1. *Positional device arrays*: the key is the tuple of the arguments' avals
+   (runtime avals are interned, so the dict lookup compares by identity); a hit
+   runs a closure that executes and builds the outputs. No pytree flattening.
+2. *Any pytree*: flatten ``(args, kwargs)`` with the C++ pytree, key on the tree
+   and the leaves' avals.
+3. *Miss* (or static/donated arguments, or an XLA metadata context): the full
+   path. The trace cache is keyed by the tree, the config flags that change
+   programs, the static arguments and the avals; a traced entry is lowered and
+   compiled once per metadata context.
+
+The fast caches (1, 2) belong to the config flags they were filled under and are
+emptied when those change.
 
 Called under another trace (inside ``jit``, ``grad``...), ``jit(f)`` binds the
 ``jit`` primitive with the traced jaxpr instead.
@@ -14,51 +24,58 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import weakref
 from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
 from minijax.config import config
-from minijax.core.aval import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr
-from minijax.core.jaxpr import EMPTY_CTX
-from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, gc_paused, set_ctx,
-                                split_tracer_consts, trace_to_jaxpr, user_source)
+from minijax.core.jaxpr import EMPTY_CTX, ClosedJaxpr
+from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
+                                trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
-from minijax.runtime import executable as _rt_exe
-from minijax.runtime.array import Array
-from minijax.runtime.backend import get_backend
+from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import (abstractify, arg_names_from_paths, fun_name, module_name,
-                                   result_names)
+                                   raise_if_deleted, result_names)
+from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
+                                     normalize_options, warn_unused_donations)
 from minijax.stages.jit_primitive import jit_p
 from minijax.tree_util import tree_flatten, tree_flatten_with_path
 
 logger = logging.getLogger("minijax")
 _flatten = tree_flatten
 
+__all__ = ["Wrapped", "compile_closed_jaxpr", "compile_module", "execute", "jit", "to_buffers"]
+
 
 # ---- compiling and running ------------------------------------------------------------
 
-def compile_module(text: str, out_avals: Sequence[ShapedArray], compiler_options=None,
-                   num_args: int | None = None):
-    """Compile StableHLO text on the default backend; returns a runtime Executable."""
-    backend = get_backend()
-    if compiler_options:
-        raise NotImplementedError("compiler_options are not supported yet")
-    return _rt_exe.compile(text, backend, out_avals=list(out_avals), num_args=num_args)
-
-
 def compile_closed_jaxpr(closed: ClosedJaxpr, name: str):
     text = lower_module(closed, module_name=module_name(name), name_prefix=f"jit({name})")
-    return compile_module(text, closed.out_avals, num_args=len(closed.in_avals))
+    return compile_module(text, closed.out_avals, num_args=len(closed.in_avals), name=name)
 
 
 def to_buffers(args: Iterable[Any]) -> list:
     return [x._buf if type(x) is Array else device_put(x)._buf for x in args]
 
 
-def execute(exe, args: Iterable[Any]) -> list[Array]:
-    return exe.execute(to_buffers(args))
+def execute(exe, args: Sequence[Any]) -> list[Array]:
+    try:
+        return exe.execute(to_buffers(args))
+    except Exception:
+        raise_if_deleted(args)
+        raise
+
+
+_flat_trees: dict[int, Any] = {}
+
+
+def _flat_treedef(n: int):
+    """The treedef of ``((x1, ..., xn), {})``: n positional leaves, no kwargs."""
+    t = _flat_trees.get(n)
+    if t is None:
+        t = _flat_trees[n] = _flatten((tuple(range(n)), {}))[1]
+    return t
 
 
 # ---- tracing ----------------------------------------------------------------------------
@@ -66,31 +83,50 @@ def execute(exe, args: Iterable[Any]) -> list[Array]:
 class _Call:
     """A compiled executable for one entry under one metadata context."""
 
-    __slots__ = ("exe", "out_tree")
+    __slots__ = ("exe", "out_tree", "run")
 
     def __init__(self, exe, out_tree):
         self.exe = exe
         self.out_tree = out_tree
+        self.run = exe.runner(out_tree)  # bufs -> output pytree
 
 
 class _Entry:
-    """What one argument signature of a jitted function traced to."""
+    """What one argument signature of a jitted function traced to.
 
-    __slots__ = ("closed", "in_tree", "out_tree", "in_avals", "arg_names", "out_paths",
-                 "hoisted", "calls", "name", "donated")
+    ``donated``: per input leaf, whether the user donated it; ``aliases``: per
+    input leaf, the output it is aliased to (None if not); ``unused_donations``:
+    donated leaves that no output can reuse (warned about at lowering).
+    """
+
+    __slots__ = ("closed", "in_tree", "out_tree", "in_avals", "out_avals", "arg_names",
+                 "out_paths", "hoisted", "calls", "name", "donated", "has_donation",
+                 "aliases", "unused_donations")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, out_paths, hoisted,
-                 name, donated):
+                 name, donated, out_avals=None):
         self.closed = closed
         self.in_tree = in_tree
         self.out_tree = out_tree
         self.in_avals = in_avals
+        self.out_avals = list(closed.out_avals if out_avals is None else out_avals)
         self.arg_names = arg_names
         self.out_paths = out_paths
         self.hoisted = hoisted
         self.calls: dict = {}  # EqnContext -> _Call
         self.name = name
-        self.donated = donated
+        self.donated = tuple(donated)
+        self.has_donation = any(self.donated)
+        if self.has_donation:
+            self.aliases, self.unused_donations = donation_aliases(
+                in_avals, self.out_avals, self.donated)
+        else:
+            self.aliases, self.unused_donations = [None] * len(in_avals), []
+
+    @property
+    def aliased_inputs(self) -> list[int]:
+        """Indices of the input leaves whose buffers an output reuses."""
+        return [i for i, a in enumerate(self.aliases) if a is not None]
 
 
 def _hashable(fun_nm: str, where: str, value: Any) -> None:
@@ -101,6 +137,40 @@ def _hashable(fun_nm: str, where: str, value: Any) -> None:
             f"Non-hashable static argument {where} of {fun_nm}: value {value!r} of type "
             f"{type(value).__name__}. Static arguments must be hashable (use a tuple instead "
             f"of a list, or pass arrays as regular, non-static arguments).") from None
+
+
+def _resolve(nums, names, positional: list[str]) -> tuple[frozenset[int], frozenset[str]]:
+    """Argument numbers and names, each completed with the other (jax's rule)."""
+    nums, names = set(_as_tuple(nums)), set(_as_tuple(names))
+    for n in list(names):
+        if n in positional:
+            nums.add(positional.index(n))
+    for i in list(nums):
+        if 0 <= i < len(positional):
+            names.add(positional[i])
+    return frozenset(nums), frozenset(names)
+
+
+# Function -> [(weakref to the jit object, its settings, trace key)] of the jits of it,
+# recorded only while cache misses are explained: the first trace by a new jit object
+# of a function seen before then says what differs from the earlier ones.
+_history: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# Jit objects whose fast caches hold executables; emptied when a config flag that
+# changes programs (x64) is updated, so the dispatch path need not check the flags.
+_with_fast_entries: weakref.WeakSet = weakref.WeakSet()
+
+
+def _drop_fast_entries(_value) -> None:
+    for w in list(_with_fast_entries):
+        w._fast.clear()
+        w._tree_fast.clear()
+    _with_fast_entries.clear()
+
+
+for _flag in config.trace_key_names():
+    config.on_change(_flag, _drop_fast_entries)
 
 
 class Wrapped:
@@ -115,32 +185,28 @@ class Wrapped:
         self._fun = fun
         self._name = fun_name(fun)
         self._inline = inline
-        self._compiler_options = dict(compiler_options) if compiler_options else None
+        self._compiler_options = normalize_options(compiler_options)
         try:
             self._params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
             self._params = []
         names = [p.name for p in self._params
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        nums = set(_as_tuple(static_argnums))
-        snames = set(_as_tuple(static_argnames))
-        for n in list(snames):  # a static name also makes its position static
-            if n in names:
-                nums.add(names.index(n))
-        for i in list(nums):
-            if 0 <= i < len(names):
-                snames.add(names[i])
-        self._static_argnums = tuple(sorted(nums))
-        self._static_argnames = frozenset(snames)
-        dnums = set(_as_tuple(donate_argnums))
-        for n in _as_tuple(donate_argnames):
-            if n in names:
-                dnums.add(names.index(n))
-        self._donate_argnums = frozenset(dnums)
-        self._simple = not self._static_argnums and not self._static_argnames and not dnums
+        snums, snames = _resolve(static_argnums, static_argnames, names)
+        dnums, dnames = _resolve(donate_argnums, donate_argnames, names)
+        both = (snums & dnums) | (snames & dnames)
+        if both:
+            raise ValueError(f"jit of {self._name}: arguments {sorted(both, key=str)} are both "
+                             "static and donated; only arrays can be donated")
+        self._static_argnums = tuple(sorted(snums))
+        self._static_argnames = snames
+        self._donate_argnums = dnums
+        self._donate_argnames = dnames
+        self._simple = not snums and not snames and not dnums and not dnames
         self._call_metadata: tuple = ()  # attributes of the call op (must_fuse_call)
         self._traces: dict = {}  # (tree, config, statics, avals) -> _Entry
-        self._cache: dict = {}   # the same plus the metadata context -> _Call
+        self._fast: dict = {}  # ids of the (interned) avals of positional Arrays -> run
+        self._tree_fast: dict = {}  # (tree, *ids of interned avals) -> run
         self._keys_seen: list = []
         self._trace_count = 0
 
@@ -193,20 +259,21 @@ class Wrapped:
         statics, dyn_args, dyn_kwargs, dyn_nums = self._split(args, kwargs)
         leaves, in_tree = _flatten((dyn_args, dyn_kwargs))
         avals = [abstractify(x, allow_shape_dtype) for x in leaves]
-        key = (in_tree, config.trace_key, statics, *avals)
+        # The axis environment (pmap/xla_computation) changes what collectives trace to.
+        key = (in_tree, config.trace_key + (_state.axis_env,), statics, *avals)
         entry = self._traces.get(key)
         if entry is None:
             entry = self._trace(key, statics, in_tree, avals, dyn_args, dyn_kwargs, dyn_nums)
         return entry, leaves
 
     def _trace(self, key, statics, in_tree, avals, dyn_args, dyn_kwargs, dyn_nums) -> _Entry:
-        if config.minijax_explain_cache_misses:
-            self._explain_miss(key, in_tree, avals, statics)
         self._trace_count += 1
         paths = [p for p, _ in tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
         # Paths over the dynamic args: map back to the original positions for names.
         full_paths = [_remap_path(p, dyn_nums) for p in paths]
         arg_names = arg_names_from_paths(self._fun, full_paths)
+        if config.minijax_explain_cache_misses:
+            self._explain_miss(key, arg_names)
         debug = DebugInfo("jit", self._name, arg_names)
         out_info: list = []
 
@@ -221,66 +288,152 @@ class Wrapped:
             _check_outputs(self._name, outs, [p for p, _ in pairs])
             return outs, None
 
-        with gc_paused():
-            jaxpr, consts, _ = trace_to_jaxpr(flat_fun, avals, debug)
+        jaxpr, consts, _ = trace_to_jaxpr(flat_fun, avals, debug)
         closed, hoisted = split_tracer_consts(jaxpr, consts)
         out_tree, out_paths = out_info[0]
-        donated = tuple(_donated_leaf(p, dyn_nums, self._donate_argnums) for p in paths)
+        donated = [self._donated_leaf(p, dyn_nums) for p in paths]
         entry = _Entry(closed, in_tree, out_tree, avals, arg_names, out_paths, hoisted,
                        self._name, donated)
         if not hoisted:
             self._traces[key] = entry
             self._keys_seen.append(key)
+            if config.minijax_explain_cache_misses:
+                self._record_history(key)
         return entry
 
-    def _explain_miss(self, key, in_tree, avals, statics) -> None:
+    def _donated_leaf(self, path: tuple, dyn_nums) -> bool:
+        """Whether the leaf at ``path`` (into ``(dyn_args, dyn_kwargs)``) is donated."""
+        if self._simple or len(path) < 2:
+            return False
+        top = getattr(path[0], "idx", None)
+        if top == 0:
+            return dyn_nums[path[1].idx] in self._donate_argnums
+        if top == 1:
+            return getattr(path[1], "key", None) in self._donate_argnames
+        return False
+
+    def _settings(self) -> dict:
+        return {"static_argnums": self._static_argnums,
+                "static_argnames": tuple(sorted(self._static_argnames)),
+                "donate_argnums": tuple(sorted(self._donate_argnums)),
+                "donate_argnames": tuple(sorted(self._donate_argnames)),
+                "compiler_options": dict(self._compiler_options),
+                "inline": self._inline}
+
+    def _record_history(self, key) -> None:
+        try:
+            records = _history.setdefault(self._fun, [])
+        except TypeError:  # not weak-referenceable or not hashable
+            return
+        records.append((weakref.ref(self), self._settings(), key))
+        del records[:-32]
+
+    def _explain_miss(self, key, arg_names: list[str]) -> None:
+        from minijax.stages import explain
         src = user_source(3)
         where = f" at {src.file}:{src.line}" if src else ""
-        if not self._keys_seen:
-            logger.warning("TRACING CACHE MISS%s: tracing %s for the first time", where, self._name)
+        if self._keys_seen:
+            reasons = explain.explain_difference(self._keys_seen[-1], key, self._params,
+                                                 arg_names)
+            logger.warning("TRACING CACHE MISS%s: retracing %s because %s", where, self._name,
+                           "; ".join(reasons))
             return
-        from minijax.stages.explain import explain_difference
-        reasons = explain_difference(self._keys_seen[-1], key, self._params)
-        logger.warning("TRACING CACHE MISS%s: retracing %s because %s", where, self._name,
-                       "; ".join(reasons))
+        try:
+            others = [(s, k) for ref, s, k in _history.get(self._fun, ()) if ref() is not self]
+        except TypeError:
+            others = []
+        reasons = explain.explain_new_jit(others, self._settings(), key, self._params,
+                                          arg_names)
+        logger.warning("TRACING CACHE MISS%s: tracing %s for the first time%s", where,
+                       self._name, f": {'; '.join(reasons)}" if reasons else "")
 
     # -- calling
 
     def __call__(self, *args, **kwargs):
-        if _state.trace is EVAL_TRACE:
-            if self._simple:
+        # The dispatch hot path: positional device arrays whose avals (interned, so
+        # compared by id) were seen before, at top level outside any metadata context.
+        # One and two arguments are unrolled (a comprehension costs a frame).
+        fast = self._fast
+        if fast and not kwargs and _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE:
+            try:
+                n = len(args)
+                if n == 2:
+                    x, y = args
+                    run = fast[id(x.aval), id(y.aval)]
+                    bufs = [x._buf, y._buf]
+                elif n == 1:
+                    x = args[0]
+                    run = fast[id(x.aval),]
+                    bufs = [x._buf]
+                else:
+                    run = fast[tuple([id(x.aval) for x in args])]
+                    bufs = [x._buf for x in args]
+            except (AttributeError, KeyError):  # not Arrays, or a new signature
+                pass
+            else:
                 try:
-                    leaves, in_tree = _flatten((args, kwargs))
-                    key = (in_tree, _state.ctx, config.trace_key, (), *[x.aval for x in leaves])
-                    call = self._cache[key]
-                    return call.out_tree.unflatten(call.exe.execute([x._buf for x in leaves]))
-                except (AttributeError, KeyError, TypeError):
-                    pass
-            return self._call_slow(args, kwargs)
-        return self._call_traced(args, kwargs)
+                    return run(bufs)
+                except Exception:
+                    raise_if_deleted(args)
+                    raise
+        return self._call(args, kwargs)
 
-    def _call_slow(self, args, kwargs):
-        entry, leaves = self._entry(args, kwargs)
+    def _call(self, args: tuple, kwargs: dict):
+        if _state.trace is not EVAL_TRACE:
+            return self._call_traced(args, kwargs)
         ctx = _state.ctx
+        fast = self._simple and ctx is EMPTY_CTX
+        if fast:
+            leaves, in_tree = _flatten((args, kwargs))
+            try:
+                run = self._tree_fast.get((in_tree, *[id(x.aval) for x in leaves]))
+                bufs = [x._buf for x in leaves] if run is not None else None
+            except AttributeError:  # NumPy arrays or Python scalars among the leaves
+                run = None
+            if run is not None:
+                try:
+                    return run(bufs)
+                except Exception:
+                    raise_if_deleted(leaves)
+                    raise
+        entry, leaves = self._entry(args, kwargs)
         call = entry.calls.get(ctx)
         if call is None:
-            text = self._lower_text(entry, ctx.metadata)
-            exe = compile_module(text, entry.closed.out_avals, self._compiler_options,
-                                 len(entry.in_avals))
-            if "mhlo.frontend_attributes" in text:
-                from minijax.stages.stages import check_compiled_metadata
-                check_compiled_metadata(text, exe)
-            call = entry.calls[ctx] = _Call(exe, entry.out_tree)
-        if self._simple:
-            # Register the fast-path key (device-array arguments only).
-            leaves_all, in_tree = _flatten((args, kwargs))
-            try:
-                key = (in_tree, ctx, config.trace_key, (), *[x.aval for x in leaves_all])
-                self._cache[key] = call
-            except AttributeError:  # not all device arrays
-                pass
-        outs = call.exe.execute(to_buffers(leaves))
-        return entry.out_tree.unflatten(outs)
+            call = entry.calls[ctx] = self._compile(entry, ctx)
+        if fast:  # the avals of device arrays will be these (interned) objects
+            ids = tuple(id(intern_aval(a)) for a in entry.in_avals)
+            self._tree_fast[(entry.in_tree, *ids)] = call.run
+            if not kwargs and entry.in_tree == _flat_treedef(len(args)):
+                self._fast[ids] = call.run
+            _with_fast_entries.add(self)
+        try:
+            out = call.run(to_buffers(leaves))
+        except Exception:
+            raise_if_deleted(leaves)
+            raise
+        if entry.has_donation:
+            self._mark_donated(entry, leaves)
+        return out
+
+    def _compile(self, entry: _Entry, ctx) -> _Call:
+        text = self._lower_text(entry, ctx.metadata)
+        exe = compile_module(text, entry.out_avals, self._compiler_options,
+                             len(entry.in_avals), donated=entry.aliased_inputs, name=self._name)
+        if "mhlo.frontend_attributes" in text:
+            from minijax.stages.stages import check_compiled_metadata
+            check_compiled_metadata(text, exe)
+        return _Call(exe, entry.out_tree)
+
+    def _mark_donated(self, entry: _Entry, leaves: Sequence[Any]) -> None:
+        """Record where donated arrays went, for the error when they are used again."""
+        site = None
+        for i in entry.aliased_inputs:
+            x = leaves[i]
+            if type(x) is Array and x._buf.is_deleted():
+                if site is None:
+                    site = donation_site(self._name)
+                x._donated = site
+                x._npy = None
 
     def _call_traced(self, args, kwargs):
         entry, leaves = self._entry(args, kwargs)
@@ -291,13 +444,12 @@ class Wrapped:
         return entry.out_tree.unflatten(outs)
 
     def _lower_text(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
-        with gc_paused():
-            return self._lower_text_unpaused(entry, outer_metadata)
-
-    def _lower_text_unpaused(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
+        if entry.unused_donations:
+            warn_unused_donations(entry.in_avals, entry.unused_donations, user_source(2))
         return lower_module(entry.closed, module_name=module_name(self._name),
                             name_prefix=f"jit({self._name})", arg_names=entry.arg_names,
                             result_names=result_names(entry.out_paths),
+                            arg_attrs=alias_arg_attrs(entry.aliases),
                             outer_metadata=outer_metadata)
 
     # -- AOT API
@@ -315,7 +467,7 @@ class Wrapped:
         entry, _ = self._entry(args, kwargs, allow_shape_dtype=True)
         return entry.out_tree.unflatten(
             ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-            for a in entry.closed.out_avals)
+            for a in entry.out_avals)
 
     def _cache_size(self) -> int:
         """How many argument signatures have been traced and cached."""
@@ -328,8 +480,26 @@ class Wrapped:
 
     def clear_cache(self) -> None:
         self._traces.clear()
-        self._cache.clear()
+        self._fast.clear()
+        self._tree_fast.clear()
         self._keys_seen.clear()
+
+    # Copies are the object itself, as for functions; its caches hold executables.
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {self!r}; pickle the function and jit it again")
+
+    def __copy__(self) -> Wrapped:
+        return self
+
+    def __deepcopy__(self, memo) -> Wrapped:
+        return self
+
+
+def donation_site(name: str) -> str:
+    """``"to jit(f) at file.py:12"``: where the user's call donated an array."""
+    src = user_source(2)
+    where = f" at {src.file}:{src.line}" if src else ""
+    return f"to jit({name}){where}"
 
 
 def _remap_path(path: tuple, dyn_nums: Sequence[int]) -> tuple:
@@ -338,12 +508,6 @@ def _remap_path(path: tuple, dyn_nums: Sequence[int]) -> tuple:
         from minijax.tree_util import SequenceKey
         return (path[0], SequenceKey(dyn_nums[path[1].idx])) + tuple(path[2:])
     return path
-
-
-def _donated_leaf(path: tuple, dyn_nums, donate_argnums) -> bool:
-    if not donate_argnums or len(path) < 2 or getattr(path[0], "idx", None) != 0:
-        return False
-    return dyn_nums[path[1].idx] in donate_argnums
 
 
 def _check_outputs(name: str, outs: list, paths: list) -> None:
@@ -373,6 +537,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         compiler_options: dict | None = None, keep_unused: bool = False, device=None,
         backend=None) -> Wrapped:
     """Compile ``fun`` with XLA; mirrors ``jax.jit``.
+
+    ``donate_argnums``/``donate_argnames``: arguments whose buffers an output may
+    reuse; a donated ``Array`` is deleted by the call. ``compiler_options``: XLA
+    options for this function (see ``minijax.runtime.compile_options``), checked
+    here.
 
     >>> f = minijax.jit(lambda x: minijax.numpy.sin(x) * 2)
     >>> f(1.0)

@@ -7,8 +7,9 @@ from typing import Any
 from minijax.core.aval import ShapeDtypeStruct
 from minijax.core.trace import Tracer
 from minijax.lowering import mlir
+from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.backend import get_backend
-from minijax.stages.common import abstractify
+from minijax.stages.common import abstractify, raise_if_deleted
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path
 
@@ -36,7 +37,7 @@ def _args_info(entry):
 def _out_info(entry):
     return entry.out_tree.unflatten(
         ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-        for a in entry.closed.out_avals)
+        for a in entry.out_avals)
 
 
 class Traced:
@@ -129,35 +130,49 @@ class Lowered:
         raise ValueError(f"unknown dialect {dialect!r}; use 'stablehlo' or 'hlo'")
 
     def cost_analysis(self) -> dict:
+        """XLA's estimate for the unoptimized module: ``flops``, ``bytes accessed``,
+        ``transcendentals``, ..."""
         return mlir.cost_analysis(self._text, get_backend().client)
 
     def compile(self, compiler_options: dict | None = None, *,
                 must_fuse: str = "warn") -> Compiled:
         """Compile for the default backend.
 
+        ``compiler_options`` are added to (and override) those given to ``jit``;
+        an unknown name or a value of the wrong type raises ``ValueError``.
         ``must_fuse``: what to do when a ``must_fuse_call`` group is split across
         fusions by the backend ("warn": ``MustFuseWarning``; "error": raise
         ``MustFuseError``; "ignore").
         """
-        from minijax.stages.jit import compile_module
+        from minijax.stages.compiler import compile_module, normalize_options
         if must_fuse not in ("warn", "error", "ignore"):
             raise ValueError(f"must_fuse must be 'warn', 'error' or 'ignore', got {must_fuse!r}")
-        opts = compiler_options if compiler_options is not None else \
-            self._wrapped._compiler_options
-        exe = compile_module(self._text, self._entry.closed.out_avals, opts,
-                             len(self._entry.in_avals))
+        opts = dict(self._wrapped._compiler_options)
+        opts.update(normalize_options(compiler_options))
+        entry = self._entry
+        exe = compile_module(self._text, entry.out_avals, opts, len(entry.in_avals),
+                             donated=entry.aliased_inputs, name=entry.name)
         if "mhlo.frontend_attributes" in self._text:
             check_compiled_metadata(self._text, exe, must_fuse)
-        return Compiled(self._entry, exe)
+        return Compiled(entry, exe)
 
 
 class Compiled:
-    """A compiled executable specialized to argument types; call it like the function."""
+    """A compiled executable specialized to argument types; call it like the function.
+
+    Calling it costs what calling the ``jit``-wrapped function costs: positional
+    device arrays of exactly the compiled types go straight to the executable;
+    anything else is flattened and checked first.
+    """
 
     def __init__(self, entry, exe):
         self._entry = entry
         self._exe = exe
-        self._paths = None
+        self._run = exe.runner(entry.out_tree)
+        # The fast path: no kwargs, positional leaves only, nothing donated.
+        flat = (not entry.has_donation and
+                entry.in_tree == tree_flatten((tuple(range(len(entry.in_avals))), {}))[1])
+        self._flat_ids = tuple(id(intern_aval(a)) for a in entry.in_avals) if flat else None
 
     @property
     def in_tree(self):
@@ -166,6 +181,14 @@ class Compiled:
     @property
     def out_tree(self):
         return self._entry.out_tree
+
+    @property
+    def in_avals(self) -> list:
+        return list(self._entry.in_avals)
+
+    @property
+    def out_avals(self) -> list:
+        return list(self._entry.out_avals)
 
     @property
     def args_info(self):
@@ -180,9 +203,20 @@ class Compiled:
         return self._exe.hlo_text()
 
     def cost_analysis(self) -> dict:
-        return self._exe.cost_analysis()
+        """XLA's estimate for the optimized executable (``flops``, ``bytes accessed``,
+        ``transcendentals``, ...)."""
+        costs = self._exe.cost_analysis()
+        for key in ("flops", "bytes accessed", "transcendentals"):
+            costs.setdefault(key, 0.0)
+        return costs
 
     def memory_analysis(self):
+        """Argument, output, alias, temporary and generated-code sizes in bytes.
+
+        ``generated_code_size_in_bytes`` comes from XLA where it reports it; XLA:CPU
+        does not, and there it is the loaded size of the machine code XLA emitted
+        (see ``minijax.runtime.Executable.generated_code_size``).
+        """
         return self._exe.memory_analysis()
 
     def runtime_executable(self):
@@ -193,6 +227,27 @@ class Compiled:
         return fusion_report(self.as_text())
 
     def __call__(self, *args, **kwargs) -> Any:
+        if not kwargs:
+            # The same hot path as jit's: ids of interned avals (see intern_aval).
+            try:
+                if len(args) == 2:
+                    x, y = args
+                    bufs = [x._buf, y._buf] if (id(x.aval), id(y.aval)) == self._flat_ids \
+                        else None
+                else:
+                    bufs = ([x._buf for x in args]
+                            if tuple([id(x.aval) for x in args]) == self._flat_ids else None)
+            except AttributeError:
+                bufs = None
+            if bufs is not None:
+                try:
+                    return self._run(bufs)
+                except Exception:
+                    raise_if_deleted(args)
+                    raise
+        return self._call_checked(args, kwargs)
+
+    def _call_checked(self, args, kwargs) -> Any:
         entry = self._entry
         leaves, tree = tree_flatten((args, kwargs))
         if tree != entry.in_tree:
@@ -208,8 +263,20 @@ class Compiled:
                 raise TypeError(
                     f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
                     f"{expected.str_short()} but called with {got.str_short()}")
-        from minijax.stages.jit import to_buffers
-        return entry.out_tree.unflatten(self._exe.execute(to_buffers(leaves)))
+        from minijax.stages.jit import donation_site, to_buffers
+        try:
+            out = self._run(to_buffers(leaves))
+        except Exception:
+            raise_if_deleted(leaves)
+            raise
+        if entry.has_donation:
+            site = None
+            for i in entry.aliased_inputs:
+                x = leaves[i]
+                if type(x) is Array and x._buf.is_deleted():
+                    site = site or donation_site(entry.name)
+                    x._donated, x._npy = site, None
+        return out
 
     def _arg_name(self, i: int) -> str:
         names = self._entry.arg_names

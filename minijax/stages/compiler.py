@@ -1,0 +1,147 @@
+"""Compiling lowered modules: compiler options, the persistent cache, donation aliases.
+
+``compile_module`` is the one entry point from StableHLO text to a runtime
+``Executable`` used by ``jit``, ``Lowered.compile`` and eager execution. It
+
+1. checks ``compiler_options`` (``ValueError`` naming a bad option, before XLA runs);
+2. with ``minijax_compilation_cache_dir`` set, looks the module up on disk, keyed by
+   the module text without locations, the options, the jaxlib version and the
+   platform, and loads it without compiling on a hit;
+3. otherwise compiles, and stores the result on disk when the cache is on.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from minijax.core.aval import ShapedArray
+from minijax.runtime import compilation_cache as _disk
+from minijax.runtime import compile_options as _options
+from minijax.runtime import executable as _rt_exe
+from minijax.runtime.array import intern_aval
+from minijax.runtime.backend import get_backend
+
+logger = logging.getLogger("minijax")
+
+Options = tuple[tuple[str, Any], ...]
+
+
+def normalize_options(compiler_options: Mapping[str, Any] | Options | None) -> Options:
+    """Checked, hashable compiler options (see ``minijax.runtime.compile_options``)."""
+    if not compiler_options:
+        return ()
+    if isinstance(compiler_options, tuple):  # already normalized
+        compiler_options = dict(compiler_options)
+    return _options.normalize(compiler_options)
+
+
+def compile_module(text: str, out_avals: Sequence[ShapedArray],
+                   compiler_options: Mapping[str, Any] | Options | None = None,
+                   num_args: int | None = None, *, donated: Sequence[int] = (),
+                   name: str | None = None) -> _rt_exe.Executable:
+    """Compile StableHLO text for the default device (or load it from the disk cache).
+
+    ``donated``: indices of the parameters aliased to outputs (marked
+    ``tf.aliasing_output`` in the text); the runtime marks them when they are reused.
+    """
+    options = normalize_options(compiler_options)
+    backend = get_backend()
+    device = backend.default_device
+    out_avals = [intern_aval(a) for a in out_avals]
+    key = None
+    if _disk.cache_dir() is not None:
+        key = cache_key(text, options, num_args, len(out_avals), backend, device)
+        data = _disk.get(key)
+        if data is not None:
+            try:
+                exe = _rt_exe.deserialize(data, out_avals, backend, device=device,
+                                          donated=donated)
+                logger.debug("compilation cache hit for %s (%s)", name or "module", key[:16])
+                return exe
+            except _rt_exe.DeserializationError as e:
+                logger.warning("compilation cache: entry %s for %s could not be loaded and "
+                               "will be replaced: %s", key[:16], name or "module", e)
+        elif explaining():
+            logger.warning("PERSISTENT COMPILATION CACHE MISS for %s: no entry %s in %s",
+                           name or "module", key[:16], _disk.cache_dir())
+    compile_options = _rt_exe.default_compile_options(device, num_args, len(out_avals))
+    _options.apply(compile_options, options)
+    exe = _rt_exe.compile(text, backend, compile_options=compile_options, out_avals=out_avals,
+                          device=device, donated=donated)
+    if key is not None:
+        _disk.put(key, exe.serialize())
+    return exe
+
+
+def explaining() -> bool:
+    from minijax.config import config
+    return bool(config.minijax_explain_cache_misses)
+
+
+def cache_key(text: str, options: Options, num_args: int | None, num_outputs: int,
+              backend, device) -> str:
+    """The persistent-cache key of one compilation.
+
+    The module is hashed without its locations (file names and line numbers would
+    make moved code miss); everything else that changes the executable is included.
+    """
+    from minijax.lowering import mlir
+    stripped = mlir.to_text(mlir.parse(text), debug_info=False)
+    return _disk.make_key(
+        stripped,
+        repr(options),
+        f"num_args={num_args};num_outputs={num_outputs};device_id={device.id}",
+        _rt_exe.platform_fingerprint(backend, device),
+        os.environ.get("XLA_FLAGS", ""),
+    )
+
+
+# ---- donation --------------------------------------------------------------------------
+
+def donation_aliases(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray],
+                     donated: Sequence[bool]) -> tuple[list[int | None], list[int]]:
+    """Which output each donated input can alias, as XLA needs it.
+
+    Outputs are matched in order to the earliest unmatched donated input of the same
+    shape and dtype (weak types do not matter: the bytes are the same). Returns
+    ``(aliases, unused)``: for every input the output index it aliases or None, and
+    the indices of donated inputs that alias nothing.
+    """
+    pending: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
+    for i, (aval, d) in enumerate(zip(in_avals, donated)):
+        if d:
+            pending[(aval.shape, aval.dtype)].append(i)
+    aliases: list[int | None] = [None] * len(in_avals)
+    for j, aval in enumerate(out_avals):
+        queue = pending.get((aval.shape, aval.dtype))
+        if queue:
+            aliases[queue.popleft()] = j
+    unused = [i for i, d in enumerate(donated) if d and aliases[i] is None]
+    return aliases, unused
+
+
+def alias_arg_attrs(aliases: Sequence[int | None]) -> list[str] | None:
+    """``@main`` argument attributes for ``aliases`` (None when nothing is aliased)."""
+    if all(a is None for a in aliases):
+        return None
+    return ["" if a is None else f"tf.aliasing_output = {a} : i32" for a in aliases]
+
+
+def warn_unused_donations(in_avals: Sequence[ShapedArray], unused: Sequence[int],
+                          where=None) -> None:
+    """Warn, as jax does, about donated arguments no output can reuse."""
+    if not unused:
+        return
+    types = ", ".join(f"{in_avals[i].dtype.name}[{','.join(map(str, in_avals[i].shape))}]"
+                      for i in unused)
+    msg = (f"Some donated buffers were not usable: {types}. Donation needs an output of "
+           "the same shape and dtype; these arguments are not deleted.")
+    if where is not None:
+        warnings.warn_explicit(msg, UserWarning, where.file, where.line)
+    else:
+        warnings.warn(msg, UserWarning, stacklevel=3)

@@ -1,0 +1,100 @@
+"""The cached call paths of jit and Compiled: same results as the checked paths."""
+
+import inspect
+import pickle
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax.runtime.executable import compile_count
+
+
+def test_fast_path_is_taken_for_device_arrays_and_pytrees():
+    f = minijax.jit(lambda a, b: a * b + 1.0)
+    a, b = jnp.arange(4.0), jnp.ones(4)
+    p = {"w": jnp.ones(4) * 2}
+    f(a, b)
+    assert len(f._fast) == 1 and f.trace_count == 1
+    before = compile_count()
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(f(a, b)), [1, 2, 3, 4])
+    g = minijax.jit(lambda p, x: {"y": p["w"] * x, "n": [x.sum()]})
+    g(p, x=a)
+    out = g(p, x=b)
+    assert g.trace_count == 1 and len(g._tree_fast) == 1 and len(g._fast) == 0
+    np.testing.assert_array_equal(np.asarray(out["y"]), [2, 2, 2, 2])
+    assert float(out["n"][0]) == 4.0
+    assert compile_count() == before + 1  # only g's first call compiled
+
+
+def test_mixed_host_and_device_arguments_share_the_executable():
+    f = minijax.jit(lambda a, b: a - b)
+    f(np.ones(3, np.float32), 1.0)
+    f(jnp.ones(3), jnp.asarray(1.0))  # same avals (weak f32[] for the scalar)
+    assert f.trace_count == 1
+    f(jnp.ones(3), jnp.float32(1.0))  # strong f32[]: another signature
+    assert f.trace_count == 2
+
+
+def test_fast_path_follows_config_changes(request):
+    f = minijax.jit(lambda x: x + jnp.arange(3))
+    a = jnp.ones(3, dtype=jnp.int32)
+    assert f(a).dtype == np.int32
+    assert f(a).dtype == np.int32  # served by the fast path
+    request.getfixturevalue("x64")
+    assert f(a).dtype == np.int64  # the flag change emptied the fast caches
+
+
+def test_deleted_argument_errors_on_every_path():
+    f = minijax.jit(lambda x: x * 2)
+    x = jnp.ones(3)
+    f(x)
+    compiled = f.lower(x).compile()
+    x.delete()
+    for call in (lambda: f(x), lambda: f(x=x), lambda: compiled(x), lambda: f([x][0])):
+        with pytest.raises(RuntimeError, match=r"Array has been deleted"):
+            call()
+
+
+def test_compiled_fast_and_checked_paths():
+    c = minijax.jit(lambda x, y: x * y).lower(jnp.ones(3), 2.0).compile()
+    np.testing.assert_array_equal(np.asarray(c(jnp.ones(3), jnp.asarray(2.0))), [2, 2, 2])
+    np.testing.assert_array_equal(np.asarray(c(jnp.ones(3), jnp.float32(3.0))), [3, 3, 3])
+    np.testing.assert_array_equal(np.asarray(c(np.ones(3, np.float32), 4.0)), [4, 4, 4])
+    with pytest.raises(TypeError, match="tree structure"):
+        c(jnp.ones(3), y=5.0)  # compiled with y positional
+    with pytest.raises(TypeError, match=r"compiled for f32\[3\] but called with f32\[4\]"):
+        c(jnp.ones(4), jnp.asarray(2.0))
+    with pytest.raises(TypeError, match="traced values"):
+        minijax.jit(lambda x: c(x, 2.0))(jnp.ones(3))
+
+
+def test_compiled_call_does_not_recompile():
+    x = jnp.ones(5)
+    c = minijax.jit(lambda x: jnp.sin(x)).lower(x).compile()
+    before = compile_count()
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(c(x)), np.sin(1.0), rtol=1e-6)
+    assert compile_count() == before
+
+
+def test_wrapped_looks_like_the_function():
+    def scale(x, factor=2.0):
+        """Doc."""
+        return x * factor
+
+    jf = minijax.jit(scale)
+    assert jf.__name__ == "scale" and jf.__doc__ == "Doc." and jf.__wrapped__ is scale
+    assert inspect.signature(jf) == inspect.signature(scale)
+    assert isinstance(jf, minijax.stages.Wrapped) and callable(jf)
+    assert repr(jf) == "<minijax.jit wrapping scale>"
+    with pytest.raises(TypeError, match="cannot pickle"):
+        pickle.dumps(jf)
+
+
+def test_copies_are_the_jit_object():
+    import copy
+    jf = minijax.jit(lambda x: x + 1)
+    assert copy.copy(jf) is jf and copy.deepcopy({"f": jf})["f"] is jf
