@@ -72,9 +72,8 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=Fa
 # unknown call joined by residuals; transpose: a jit of the transposed inner jaxpr.
 
 from minijax.core.jaxpr import JaxprEqn, Var  # noqa: E402
-from minijax.core.trace import DebugInfo, get_aval, trace_to_jaxpr  # noqa: E402
-from minijax.transforms.ad import (Zero, backward_pass, instantiate, is_undefined,  # noqa: E402
-                                   jvp_jaxpr, partial_eval_jaxpr, tangent_aval)
+from minijax.transforms.ad import (Zero, instantiate, is_undefined, jvp_jaxpr,  # noqa: E402
+                                   partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
 
 
 def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars=(), inline=False,
@@ -113,26 +112,16 @@ def _jit_partial_eval(eqn, unknowns):
 
 
 def _jit_transpose(cts, *args, jaxpr, name, donated_invars=(), inline=False,
-        call_metadata=()):
-    linear = [is_undefined(a) for a in args]
+                   call_metadata=()):
     nonlin = [a for a in args if not is_undefined(a)]
     cts = [instantiate(c) for c in cts]
-    n_nonlin = len(nonlin)
-
-    def fun(*xs):
-        it = iter(xs[:n_nonlin])
-        full = [a if lin else next(it) for a, lin in zip(args, linear)]
-        out = backward_pass(jaxpr.jaxpr, jaxpr.consts, full, list(xs[n_nonlin:]))
-        return [instantiate(c) for c, lin in zip(out, linear) if lin], None
-
-    avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
-    t_jaxpr, consts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", name, None))
-    outs = jit_p.bind(*nonlin, *cts, jaxpr=ClosedJaxpr(t_jaxpr, consts),
+    transposed = transpose_jaxpr(jaxpr, args, cts, name)
+    outs = jit_p.bind(*nonlin, *cts, jaxpr=transposed,
                       name=f"transpose({name})" if not call_metadata else name,
-                      donated_invars=(False,) * len(avals), inline=inline,
+                      donated_invars=(False,) * (len(nonlin) + len(cts)), inline=inline,
                       call_metadata=call_metadata)
     it = iter(outs)
-    return [next(it) if lin else None for lin in linear]
+    return [next(it) if is_undefined(a) else None for a in args]
 
 
 jit_p.def_jvp(_jit_jvp)

@@ -465,6 +465,26 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     return out
 
 
+def transpose_jaxpr(closed: ClosedJaxpr, args: Sequence[Any], cts: Sequence[Any],
+                    name: str) -> ClosedJaxpr:
+    """A jaxpr ``(non-linear args..., cts...) -> cts of the linear args`` for a call of
+    ``closed`` applied to ``args`` (``UndefinedPrimal`` for the linear ones); what the
+    transpose rules of call-like primitives (jit, checkpoint) bind."""
+    linear = [is_undefined(a) for a in args]
+    nonlin = [a for a in args if not is_undefined(a)]
+    n = len(nonlin)
+
+    def fun(*xs):
+        it = iter(xs[:n])
+        full = [a if lin else next(it) for a, lin in zip(args, linear)]
+        out = backward_pass(closed.jaxpr, closed.consts, full, list(xs[n:]))
+        return [instantiate(c) for c, lin in zip(out, linear) if lin], None
+
+    avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
+    jaxpr, consts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", name, None))
+    return ClosedJaxpr(jaxpr, consts)
+
+
 # ---- linearize, vjp, grad -------------------------------------------------------------------
 
 class PartialEvalTrace(JaxprTrace):

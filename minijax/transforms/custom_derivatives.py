@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 
 from minijax.core.jaxpr import ClosedJaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.trace import (DebugInfo, Primitive, eval_jaxpr, get_aval, trace_to_jaxpr)
-from minijax.transforms.ad import (Zero, backward_pass, instantiate, is_undefined, jvp_jaxpr,
-                                   partial_eval_jaxpr, tangent_aval)
+from minijax.transforms.ad import (Zero, instantiate, is_undefined, jvp_jaxpr,
+                                   partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
 from minijax.transforms.batching import batch_jaxpr, bdim_at, vmap
 from minijax.tree_util import tree_flatten, tree_unflatten
 
@@ -370,23 +370,12 @@ def _checkpoint_partial_eval(eqn, unknowns):
 
 def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, policy):
     # The backward pass (with its recomputation) is itself a checkpoint call.
-    linear = [is_undefined(a) for a in args]
     nonlin = [a for a in args if not is_undefined(a)]
     cts = [instantiate(c) for c in cts]
-    n = len(nonlin)
-
-    def fun(*xs):
-        it = iter(xs[:n])
-        full = [a if lin else next(it) for a, lin in zip(args, linear)]
-        out = backward_pass(jaxpr.jaxpr, jaxpr.consts, full, list(xs[n:]))
-        return [instantiate(o) for o, lin in zip(out, linear) if lin], None
-
-    avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
-    tj, tconsts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", "checkpoint", None))
-    outs = checkpoint_p.bind(*nonlin, *cts, jaxpr=ClosedJaxpr(tj, tconsts),
+    outs = checkpoint_p.bind(*nonlin, *cts, jaxpr=transpose_jaxpr(jaxpr, args, cts, "checkpoint"),
                              prevent_cse=prevent_cse, policy=policy)
     it = iter(outs)
-    return [next(it) if lin else None for lin in linear]
+    return [next(it) if is_undefined(a) else None for a in args]
 
 
 def _checkpoint_batch(trace, vals, dims, *, jaxpr, prevent_cse, policy):
