@@ -330,6 +330,101 @@ def mlp_run(lib: Lib) -> PerCall:
     return PerCall(lambda: lib.block(f(params, x)))
 
 
+def _make_mlp_loss(jnp: Any) -> Callable[..., Any]:
+    mlp = _make_mlp(jnp)
+
+    def loss(params, x):
+        return jnp.mean(mlp(params, x) ** 2)
+
+    return loss
+
+
+@benchmark("grad_mlp_lower", "s")
+def grad_mlp_lower(lib: Lib) -> OneShot:
+    """jit(grad(loss)).lower(params, x), the same 200-layer MLP, fresh jit per repeat."""
+    params, x = _mlp_inputs(lib)
+    return OneShot(lambda: lib.mod.jit(lib.mod.grad(_make_mlp_loss(lib.jnp))),
+                   lambda f: f.lower(params, x))
+
+
+@benchmark("grad_mlp_run", "us")
+def grad_mlp_run(lib: Lib) -> PerCall:
+    """Cached call of jit(grad(loss)) + block_until_ready."""
+    params, x = _mlp_inputs(lib)
+    f = lib.mod.jit(lib.mod.grad(_make_mlp_loss(lib.jnp)))
+    lib.block(f(params, x))
+    return PerCall(lambda: lib.block(f(params, x)))
+
+
+def _per_example(lib: Lib):
+    """Per-example gradients jit(vmap(grad(loss), in_axes=(None, 0))) of a small MLP."""
+    jnp = lib.jnp
+    rng = np.random.default_rng(1)
+    params = [(lib.put((rng.standard_normal((16, 16)) / 4).astype(np.float32)),
+               lib.put(np.zeros((16,), np.float32))) for _ in range(4)]
+    xs = lib.put(rng.standard_normal((32, 16)).astype(np.float32))
+
+    def loss(params, x):
+        for w, b in params:
+            x = jnp.tanh(jnp.dot(x, w) + b)
+        return jnp.sum(x ** 2)
+
+    make = lambda: lib.mod.jit(lib.mod.vmap(lib.mod.grad(loss), in_axes=(None, 0)))  # noqa: E731
+    return make, params, xs
+
+
+@benchmark("per_example_lower", "s")
+def per_example_lower(lib: Lib) -> OneShot:
+    """Lowering of per-example gradients (vmap of grad) of a 4-layer 16x16 MLP, batch 32."""
+    make, params, xs = _per_example(lib)
+    return OneShot(make, lambda f: f.lower(params, xs))
+
+
+@benchmark("per_example_run", "us")
+def per_example_run(lib: Lib) -> PerCall:
+    """Cached call of the per-example gradients + block_until_ready."""
+    make, params, xs = _per_example(lib)
+    f = make()
+    lib.block(f(params, xs))
+    return PerCall(lambda: lib.block(f(params, xs)))
+
+
+@benchmark("pallas_matmul_interpret", "us")
+def pallas_matmul_interpret(lib: Lib) -> PerCall:
+    """jit(interpret-mode Pallas tiled matmul) f32 512^3, 128^3 blocks, acc scratch (each
+    library's own Pallas interpreter; see also matmul_512 for the plain matmul)."""
+    pl = importlib.import_module(lib.module + ".experimental.pallas")
+    pltpu = importlib.import_module(lib.module + ".experimental.pallas.tpu")
+    jnp, n, b = lib.jnp, 512, 128
+
+    def kernel(x_ref, y_ref, o_ref, acc_ref):
+        pl.when(pl.program_id(2) == 0)(lambda: acc_ref.__setitem__(..., jnp.zeros_like(acc_ref)))
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...])
+        pl.when(pl.program_id(2) == n // b - 1)(lambda: o_ref.__setitem__(..., acc_ref[...]))
+    spec = lambda f: pl.BlockSpec((b, b), f)  # noqa: E731
+    f = lib.mod.jit(pl.pallas_call(
+        kernel, out_shape=lib.mod.ShapeDtypeStruct((n, n), jnp.float32), grid=(n // b,) * 3,
+        in_specs=[spec(lambda i, j, k: (i, k)), spec(lambda i, j, k: (k, j))],
+        out_specs=spec(lambda i, j, k: (i, j)), interpret=True,
+        scratch_shapes=[pltpu.VMEM((b, b), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary"))))
+    rng = np.random.default_rng(0)
+    x, y = (lib.put(rng.standard_normal((n, n)).astype(np.float32)) for _ in range(2))
+    lib.block(f(x, y))
+    return PerCall(lambda: lib.block(f(x, y)))
+
+
+@benchmark("matmul_512", "us")
+def matmul_512(lib: Lib) -> PerCall:
+    """jit(jnp.matmul) f32 512^3: the baseline for pallas_matmul_interpret."""
+    rng = np.random.default_rng(0)
+    x, y = (lib.put(rng.standard_normal((512, 512)).astype(np.float32)) for _ in range(2))
+    f = lib.mod.jit(lib.jnp.matmul)
+    lib.block(f(x, y))
+    return PerCall(lambda: lib.block(f(x, y)))
+
+
 @benchmark("host_transfer", "us")
 def host_transfer(lib: Lib) -> PerCall:
     """np.asarray of a fresh (never fetched) device f32[1000]."""
