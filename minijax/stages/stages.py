@@ -40,7 +40,32 @@ def _out_info(entry):
         for a in entry.out_avals)
 
 
-class Traced:
+class _StageInfo:
+    """What every stage knows about its function's arguments and results."""
+
+    _entry: object
+
+    @property
+    def in_tree(self):
+        """Tree structure of ``(positional arguments, keyword arguments)``."""
+        return self._entry.in_tree
+
+    @property
+    def out_tree(self):
+        return self._entry.out_tree
+
+    @property
+    def args_info(self):
+        """A pytree like the arguments of ``ArgInfo`` (shape, dtype, donated)."""
+        return _args_info(self._entry)
+
+    @property
+    def out_info(self):
+        """A pytree like the outputs of ``ShapeDtypeStruct``."""
+        return _out_info(self._entry)
+
+
+class Traced(_StageInfo):
     """A function traced for specific argument types: has ``jaxpr`` and ``lower()``."""
 
     def __init__(self, wrapped, entry):
@@ -55,21 +80,6 @@ class Traced:
     def fun_name(self) -> str:
         return self._entry.name
 
-    @property
-    def args_info(self):
-        return _args_info(self._entry)
-
-    @property
-    def out_info(self):
-        return _out_info(self._entry)
-
-    @property
-    def in_tree(self):
-        return self._entry.in_tree
-
-    @property
-    def out_tree(self):
-        return self._entry.out_tree
 
     def lower(self) -> Lowered:
         if self._entry.hoisted:
@@ -80,7 +90,7 @@ class Traced:
                        self._wrapped._lower_text(self._entry, current_ctx().metadata))
 
 
-class Lowered:
+class Lowered(_StageInfo):
     """A function lowered to StableHLO, ready to compile."""
 
     def __init__(self, wrapped, entry, text: str):
@@ -89,21 +99,6 @@ class Lowered:
         self._text = text  # StableHLO in generic form, with locations
         self._module = None
 
-    @property
-    def in_tree(self):
-        return self._entry.in_tree
-
-    @property
-    def out_tree(self):
-        return self._entry.out_tree
-
-    @property
-    def args_info(self):
-        return _args_info(self._entry)
-
-    @property
-    def out_info(self):
-        return _out_info(self._entry)
 
     def _ir(self):
         if self._module is None:
@@ -157,7 +152,7 @@ class Lowered:
         return Compiled(entry, exe)
 
 
-class Compiled:
+class Compiled(_StageInfo):
     """A compiled executable specialized to argument types; call it like the function.
 
     Calling it costs what calling the ``jit``-wrapped function costs: positional
@@ -175,14 +170,6 @@ class Compiled:
         self._flat_ids = tuple(id(intern_aval(a)) for a in entry.in_avals) if flat else None
 
     @property
-    def in_tree(self):
-        return self._entry.in_tree
-
-    @property
-    def out_tree(self):
-        return self._entry.out_tree
-
-    @property
     def in_avals(self) -> list:
         return list(self._entry.in_avals)
 
@@ -190,13 +177,6 @@ class Compiled:
     def out_avals(self) -> list:
         return list(self._entry.out_avals)
 
-    @property
-    def args_info(self):
-        return _args_info(self._entry)
-
-    @property
-    def out_info(self):
-        return _out_info(self._entry)
 
     def as_text(self) -> str:
         """The optimized HLO XLA compiled."""
