@@ -32,7 +32,7 @@ PERMS = {"ppermute": [(0, 1), (1, 2), (2, 0)], "ppermute_4": [(0, 2), (2, 1), (1
 @pytest.mark.parametrize("in_axes", [0, 1])
 def test_collectives_in_vmap_match_jax(name, make, in_axes):
     size = X.shape[in_axes]
-    if name.startswith("ppermute") and max(max(p) for p in PERMS[name]) >= size:
+    if name.startswith("ppermute") and len(PERMS[name]) != size:
         return  # this permutation is for the other mapped size (covered by its twin)
     ours = minijax.vmap(make(lax), in_axes=in_axes, axis_name="i")(X)
     theirs = jax.vmap(make(jax.lax), in_axes=in_axes, axis_name="i")(X)
