@@ -13,6 +13,7 @@ _ELEM = {
     dtypes.uint64: "ui64", dtypes.bfloat16: "bf16", dtypes.float16: "f16",
     dtypes.float32: "f32", dtypes.float64: "f64", dtypes.complex64: "complex<f32>",
     dtypes.complex128: "complex<f64>",
+    dtypes.float0: "i1",  # tangents of integers: no data; lowered as bool zeros (as jax)
 }
 
 _type_cache: dict[tuple, str] = {}
@@ -60,10 +61,12 @@ def _nested(x) -> str:
 
 def dense_elements(value: np.ndarray, aval: ShapedArray) -> str:
     """A ``dense<...> : tensor<...>`` attribute holding ``value`` (cast to aval's dtype)."""
+    ttype = tensor_type(aval)
+    if aval.dtype == dtypes.float0:
+        return f"dense<false> : {ttype}"
     arr = np.asarray(value)
     if arr.dtype != aval.dtype:
         arr = arr.astype(aval.dtype)
-    ttype = tensor_type(aval)
     if arr.size == 1 or (arr.size and _is_splat(arr)):
         scalar = arr.reshape(-1)[0]
         return f"dense<{_scalar_literal(scalar, aval.dtype)}> : {ttype}"

@@ -23,6 +23,7 @@ import ml_dtypes
 import numpy as np
 from jaxlib import _jax, xla_client
 
+from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
@@ -106,10 +107,16 @@ class Executable:
             raise NotImplementedError(
                 f"minijax runs single-device executables only; got {len(devices)} devices")
         sharding = _backend.sharding_for(devices[0])
+        # float0 outputs (tangents of integers) are computed as bool zeros, as jax lowers
+        # them, and handed back as NumPy float0 arrays.
+        float0 = [i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0]
+        dev_avals = [ShapedArray(a.shape, np.bool_) if i in float0 else a
+                     for i, a in enumerate(self.out_avals)]
         self._handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
-                          for a in self.out_avals]
-        self.execute = _make_execute(loaded.execute_sharded, self._handlers,
-                                     tuple(self.out_avals))
+                          for a in dev_avals]
+        self.execute = _make_execute(loaded.execute_sharded, self._handlers, tuple(dev_avals))
+        if float0:
+            self.execute = _with_float0(self.execute, float0, self.out_avals)
 
     def runner(self, out_tree=None) -> Callable[[list], Any]:
         """``bufs -> outputs``: ``execute`` then ``out_tree.unflatten``, in one closure.
@@ -119,7 +126,8 @@ class Executable:
         """
         if out_tree is None:
             return self.execute
-        if out_tree.num_leaves == 1 and out_tree.num_nodes == 1:
+        if out_tree.num_leaves == 1 and out_tree.num_nodes == 1 and \
+                self.out_avals[0].dtype != dtypes.float0:
             execute_sharded = self.loaded.execute_sharded
             handlers = self._handlers
             aval = self.out_avals[0]
@@ -204,6 +212,17 @@ class Executable:
     def __repr__(self) -> str:
         outs = ", ".join(a.str_short() for a in self.out_avals)
         return f"Executable(({outs}) on {self.device})"
+
+
+def _with_float0(execute: Callable, positions: list[int], out_avals: list) -> Callable:
+    zeros = {i: np.zeros(out_avals[i].shape, dtypes.float0) for i in positions}
+
+    def run(bufs: list) -> list:
+        outs = execute(bufs)
+        for i, z in zeros.items():
+            outs[i] = z
+        return outs
+    return run
 
 
 def _make_execute(execute_sharded, handlers: list, out_avals: tuple) -> Callable:

@@ -241,3 +241,15 @@ def test_checkpoint_recomputes_in_backward():
     text = minijax.jit(minijax.grad(f)).lower(1.0).as_text()
     assert "optimization_barrier" in text
     check_grads(f, (X,), order=2)
+
+
+def test_jit_can_return_float0_tangents():
+    f0 = np.zeros((), jax.dtypes.float0)
+
+    def f(n, y):
+        return minijax.jvp(lambda a, b: (a * 2, b * 3.0), (n, y), (f0, 1.0))
+
+    (pa, pb), (ta, tb) = minijax.jit(f)(3, 1.0)
+    assert int(pa) == 6 and float(tb) == 3.0
+    assert ta.dtype == jax.dtypes.float0 and ta.shape == ()
+    assert "tensor<i1>" in minijax.jit(f).lower(3, 1.0).as_text()
