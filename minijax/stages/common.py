@@ -88,3 +88,14 @@ def raise_if_deleted(args: Sequence[Any]) -> None:
     for x in args:
         if type(x) is Array and x._buf.is_deleted():
             raise RuntimeError(x._deleted_message()) from None
+    # Executables run on the default device; an argument committed elsewhere fails in XLA
+    # with "Buffer ... is on device cpu:1": say what to do instead.
+    from minijax.runtime.backend import default_device
+    home = default_device()
+    for i, x in enumerate(args):
+        if type(x) is Array and x.device != home:
+            raise ValueError(
+                f"argument {i} ({x.aval.str_short()}) is on device {x.device}, but minijax runs "
+                f"jit and eager operations on the default device {home}. Move it with "
+                f"minijax.device_put(x, minijax.devices()[0]), or use pmap to run on several "
+                f"devices.") from None

@@ -168,3 +168,22 @@ def test_eval_shape():
     out = minijax.eval_shape(lambda x, y: (x * y, jnp.sin(x)),
                              minijax.ShapeDtypeStruct((2, 3), np.float32), 2.0)
     assert out[0].shape == (2, 3) and out[1].dtype == np.float32
+
+
+def test_argument_on_another_device_gets_a_clear_error():
+    import subprocess
+    import sys
+    code = (
+        "import numpy as np, minijax, minijax.numpy as jnp\n"
+        "x = minijax.device_put(np.ones(3, np.float32), minijax.devices()[1])\n"
+        "for f in (lambda: minijax.jit(lambda v: v * 2)(x), lambda: jnp.sin(x)):\n"
+        "    try:\n"
+        "        f()\n"
+        "    except ValueError as e:\n"
+        "        print('ValueError:', e)\n")
+    env = {**__import__("os").environ, "MINIJAX_NUM_CPU_DEVICES": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("ValueError")]
+    assert len(lines) == 2, out.stdout + out.stderr
+    assert all("is on device cpu:1" in ln and "device_put" in ln for ln in lines)
