@@ -17,7 +17,6 @@ import numpy as np
 
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
-from minijax.core.trace import get_aval
 from minijax.lowering.builder import FunctionBuilder, ModuleBuilder, Region, Value, name_loc
 from minijax.lowering.types import dense_elements, string_attr, tensor_type
 
@@ -242,6 +241,3 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
             fn.result_attrs.append(", ".join(parts))
     return mod.render()
 
-
-def aval_of(x) -> ShapedArray:
-    return get_aval(x)

@@ -30,16 +30,8 @@ def asarray(a, dtype=None, order=None, *, copy=None):
     if arr.dtype == object:
         raise TypeError(f"cannot convert {a!r} to a minijax array")
     if dtype is None:
-        if isinstance(a, (list, tuple)) and arr.dtype.kind in "iufcb":
-            dtype = _weakless_default(a, arr.dtype)
-        else:
-            dtype = dtypes.canonicalize(arr.dtype)
+        dtype = dtypes.canonicalize(arr.dtype)
     return device_put(np.asarray(arr, dtype=dtype))
-
-
-def _weakless_default(a, npdt):
-    # A list of Python floats is float32 (x64 off), ints int32: jax's defaults.
-    return dtypes.canonicalize(npdt)
 
 
 def _leaves(a):

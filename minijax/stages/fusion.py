@@ -107,14 +107,16 @@ def fusion_report(optimized_hlo: str) -> dict[str, FusionGroup]:
             current = None
             continue
         computations[current].append(line)
-    fused_by: dict[str, str] = {}  # fused computation -> fusion instruction
-    for lines in computations.values():
+    fused_by: dict[str, str] = {}     # fused computation -> fusion instruction
+    fusion_home: dict[str, str] = {}  # fusion instruction -> computation it sits in
+    for comp, lines in computations.items():
         for line in lines:
             m = _INSTR.match(line)
             if m and m.group(2) == "fusion":
                 c = _CALLS.search(line)
                 if c:
                     fused_by[c.group(1)] = m.group(1)
+                    fusion_home[m.group(1)] = comp
     groups: dict[str, FusionGroup] = {}
     for comp, lines in computations.items():
         for line in lines:
@@ -130,7 +132,7 @@ def fusion_report(optimized_hlo: str) -> dict[str, FusionGroup]:
                 continue
             g = groups.setdefault(ident, FusionGroup(ident))
             name, opcode = m.group(1), m.group(2)
-            outer = _outermost(comp, fused_by)
+            outer = _outermost(comp, fused_by, fusion_home)
             if outer is not None:
                 if outer not in g.fusions:
                     g.fusions.append(outer)
@@ -142,20 +144,13 @@ def fusion_report(optimized_hlo: str) -> dict[str, FusionGroup]:
     return groups
 
 
-def _outermost(comp: str, fused_by: dict[str, str]) -> str | None:
-    """The outermost fusion instruction whose computation (transitively) is ``comp``."""
+def _outermost(comp: str, fused_by: dict[str, str], fusion_home: dict[str, str]) -> str | None:
+    """The outermost fusion instruction whose fused computation contains ``comp``
+    (following nested fusions outwards)."""
     fusion = None
     seen = set()
     while comp in fused_by and comp not in seen:
         seen.add(comp)
         fusion = fused_by[comp]
-        comp = _parent_computation(fusion, fused_by)
-        if comp is None:
-            break
+        comp = fusion_home.get(fusion, "")
     return fusion
-
-
-def _parent_computation(fusion_name: str, fused_by: dict[str, str]) -> str | None:
-    # Nested fusions: the fused computation containing `fusion_name` is found by scanning;
-    # kept simple here because XLA:CPU emits flat fusions.
-    return None

@@ -11,7 +11,7 @@ from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.backend import get_backend
 from minijax.stages.common import abstractify, raise_if_deleted
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
-from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path
+from minijax.tree_util import tree_flatten
 
 
 class ArgInfo:
@@ -287,6 +287,3 @@ def _check_must_fuse(optimized_hlo: str, mode: str) -> None:
             raise MustFuseError(msg)
         warnings.warn(msg, MustFuseWarning, stacklevel=3)
 
-
-def flat_paths(tree) -> list[str]:
-    return [keystr(p) for p, _ in tree_flatten_with_path(tree)[0]]

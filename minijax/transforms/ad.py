@@ -261,12 +261,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     touts = [_as_array(instantiate(t)) for t in touts]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
     if has_aux:
-        return res + (_strip_aux(aux_box[1]),)
+        return res + (aux_box[1],)
     return res
-
-
-def _strip_aux(aux):
-    return aux
 
 
 # ---- jvp of a jaxpr (for higher-order primitives) --------------------------------------------

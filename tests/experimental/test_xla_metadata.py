@@ -313,3 +313,30 @@ def test_control_flow_ops_and_bodies_are_tagged_like_jax():
     assert user_ops <= o and user_ops <= t
     assert float(minijax.jit(make(jnp, lax, set_xla_metadata))(1.0)) == pytest.approx(
         float(jax.jit(make(jjnp, jax.lax, jmd.set_xla_metadata))(1.0)), rel=1e-6)
+
+
+def test_fusion_report_follows_nested_fusions():
+    from minijax.stages.fusion import fusion_report
+    hlo = """HloModule m
+
+%inner (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %square.1 = f32[4]{0} multiply(%p, %p), frontend_attributes={MUST_FUSE="3"}
+}
+
+%outer (q: f32[4]) -> f32[] {
+  %q = f32[4]{0} parameter(0)
+  %nested = f32[4]{0} fusion(%q), kind=kLoop, calls=%inner
+  %c = f32[] constant(0)
+  ROOT %sum.1 = f32[] reduce(%nested, %c), dimensions={0}, to_apply=%add, \
+frontend_attributes={MUST_FUSE="3"}
+}
+
+ENTRY %main (x: f32[4]) -> f32[] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %big_fusion = f32[] fusion(%x), kind=kLoop, calls=%outer
+}
+"""
+    report = fusion_report(hlo)
+    assert report["3"].fusions == ["big_fusion"] and report["3"].unfused == []
+    assert report["3"].fused
