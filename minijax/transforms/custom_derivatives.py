@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
-from minijax.core.jaxpr import ClosedJaxpr, JaxprEqn, Var, dce_jaxpr
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.trace import (DebugInfo, Primitive, eval_jaxpr, get_aval, trace_to_jaxpr)
 from minijax.transforms.ad import (Zero, instantiate, is_undefined, jvp_jaxpr,
                                    partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
@@ -26,13 +27,33 @@ from minijax.transforms.batching import batch_jaxpr, bdim_at, vmap
 from minijax.tree_util import tree_flatten, tree_unflatten
 
 
-def _trace_closed(flat_fun, avals, name):
-    """Trace to a jaxpr with all consts (tracers too) hoisted to leading inputs."""
-    jaxpr, consts, aux = trace_to_jaxpr(flat_fun, avals, DebugInfo("custom", name, None))
-    from minijax.core.jaxpr import Jaxpr
+class _Traced(NamedTuple):
+    closed: ClosedJaxpr  # consts (tracers too) hoisted to leading inputs
+    consts: list         # values for those leading inputs
+    flat: list           # the differentiable arguments, flattened
+    in_tree: Any
+    nondiff: tuple       # the non-differentiable (static) arguments, as given
+    out_tree: Any
+
+
+def _trace_fun(fun: Callable, args: tuple, nondiff_argnums: tuple) -> _Traced:
+    """Trace ``fun(*args)`` with the ``nondiff_argnums`` arguments held as Python values."""
+    nondiff, diff = _split_nondiff(args, nondiff_argnums)
+    flat, in_tree = tree_flatten(diff)
+    out_box = []
+
+    def flat_fun(*xs):
+        full = _merge_nondiff(nondiff, tree_unflatten(in_tree, xs), nondiff_argnums)
+        leaves, tree = tree_flatten(fun(*full))
+        out_box.append(tree)
+        return leaves, None
+
+    name = getattr(fun, "__name__", "f")
+    jaxpr, consts, _ = trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat],
+                                      DebugInfo("custom", name, None))
     hoisted = Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
                     jaxpr.debug_info)
-    return ClosedJaxpr(hoisted, []), consts, aux
+    return _Traced(ClosedJaxpr(hoisted, []), consts, flat, in_tree, nondiff, out_box[0])
 
 
 def _split_nondiff(args, nondiff_argnums):
@@ -95,39 +116,25 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defjvp.")
-        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-        flat, in_tree = tree_flatten(diff)
-        out_box = []
-
-        def flat_fun(*xs):
-            full = _merge_nondiff(nondiff, tree_unflatten(in_tree, xs), self.nondiff_argnums)
-            leaves, tree = tree_flatten(self.fun(*full))
-            out_box.append(tree)
-            return leaves, None
-
-        closed, consts, _ = _trace_closed(flat_fun, [get_aval(x) for x in flat],
-                                          getattr(self.fun, "__name__", "f"))
+        tr = _trace_fun(self.fun, args, self.nondiff_argnums)
         user_jvp, nums = self.jvp, self.nondiff_argnums
 
         def jvp_flat(primals, tangents):
-            p = tree_unflatten(in_tree, primals)
-            t = tree_unflatten(in_tree, tangents)
-            if nums:
-                out, tout = user_jvp(*nondiff, tuple(p), tuple(t))
-            else:
-                out, tout = user_jvp(tuple(p), tuple(t))
-            out_flat, out_tree = tree_flatten(out)
+            p = tuple(tree_unflatten(tr.in_tree, primals))
+            t = tuple(tree_unflatten(tr.in_tree, tangents))
+            out, tout = user_jvp(*tr.nondiff, p, t) if nums else user_jvp(p, t)
+            out_flat, got_tree = tree_flatten(out)
             tout_flat, tout_tree = tree_flatten(tout)
-            if out_tree != out_box[0] or tout_tree != out_box[0]:
+            if got_tree != tr.out_tree or tout_tree != tr.out_tree:
                 raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
-                                f"the structure of the primal output {out_box[0]}; got "
-                                f"{out_tree} and {tout_tree}")
+                                f"the structure of the primal output {tr.out_tree}; got "
+                                f"{got_tree} and {tout_tree}")
             return out_flat, tout_flat
 
-        outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp=jvp_flat,
-                                      num_consts=len(consts),
+        outs = custom_jvp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed, jvp=jvp_flat,
+                                      num_consts=len(tr.consts),
                                       name=getattr(self.fun, "__name__", "f"))
-        return tree_unflatten(out_box[0], outs)
+        return tree_unflatten(tr.out_tree, outs)
 
 
 def _tree_add(a, b):
@@ -211,53 +218,41 @@ class custom_vjp:
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function "
                                  f"{getattr(self.fun, '__name__', self.fun)} using defvjp.")
-        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-        flat, in_tree = tree_flatten(diff)
-        out_box = []
         nums, fun, fwd, bwd = self.nondiff_argnums, self.fun, self.fwd, self.bwd
         name = getattr(fun, "__name__", "f")
-
-        def flat_fun(*xs):
-            full = _merge_nondiff(nondiff, tree_unflatten(in_tree, xs), nums)
-            leaves, tree = tree_flatten(fun(*full))
-            out_box.append(tree)
-            return leaves, None
-
-        closed, consts, _ = _trace_closed(flat_fun, [get_aval(x) for x in flat], name)
+        tr = _trace_fun(fun, args, nums)
+        n_diff = len(args) - len(nums)
 
         def fwd_flat(primals):
-            full = _merge_nondiff(nondiff, tree_unflatten(in_tree, primals), nums)
-            res = fwd(*full)
+            res = fwd(*_merge_nondiff(tr.nondiff, tree_unflatten(tr.in_tree, primals), nums))
             if not (isinstance(res, tuple) and len(res) == 2):
                 raise TypeError(f"Custom VJP fwd rule for {name} must return a pair "
                                 f"(output, residuals), got {type(res).__name__}")
             out, residuals = res
-            out_flat, out_tree = tree_flatten(out)
-            if out_tree != out_box[0]:
+            out_flat, got_tree = tree_flatten(out)
+            if got_tree != tr.out_tree:
                 raise TypeError(f"Custom VJP fwd rule for {name} must produce an output with "
                                 f"the structure of the primal function's output "
-                                f"{out_box[0]}; got {out_tree}")
+                                f"{tr.out_tree}; got {got_tree}")
             return out_flat, residuals
 
         def bwd_flat(residuals, cts):
-            ct = tree_unflatten(out_box[0], cts)
-            res = bwd(*nondiff, residuals, ct) if nums else bwd(residuals, ct)
+            ct = tree_unflatten(tr.out_tree, cts)
+            res = bwd(*tr.nondiff, residuals, ct) if nums else bwd(residuals, ct)
             if not isinstance(res, (tuple, list)):
                 raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of "
                                 f"cotangents, one per differentiable argument; got "
                                 f"{type(res).__name__}")
-            res_flat, res_tree = tree_flatten(tuple(res), is_leaf=lambda x: x is None)
-            if len(res) != len(diff):
+            if len(res) != n_diff:
                 raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of length "
-                                f"{len(diff)} (one per differentiable argument); got {len(res)}")
-            out = []
-            for c, p in zip(tree_flatten(tuple(res), is_leaf=lambda x: x is None)[0], flat):
-                out.append(Zero(tangent_aval(get_aval(p))) if c is None else c)
-            return out
+                                f"{n_diff} (one per differentiable argument); got {len(res)}")
+            leaves = tree_flatten(tuple(res), is_leaf=lambda x: x is None)[0]
+            return [Zero(tangent_aval(get_aval(p))) if c is None else c
+                    for c, p in zip(leaves, tr.flat)]
 
-        outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=fwd_flat,
-                                      bwd=bwd_flat, num_consts=len(consts), name=name)
-        return tree_unflatten(out_box[0], outs)
+        outs = custom_vjp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed, fwd=fwd_flat,
+                                      bwd=bwd_flat, num_consts=len(tr.consts), name=name)
+        return tree_unflatten(tr.out_tree, outs)
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
@@ -340,7 +335,6 @@ def _checkpoint_partial_eval(eqn, unknowns):
     closed = p["jaxpr"]
     pe = partial_eval_jaxpr(closed.jaxpr, unknowns)
     n_known_out = len(pe.known.outvars) - pe.num_res
-    from minijax.core.jaxpr import Jaxpr
     known_only = dce_jaxpr(Jaxpr(pe.known.constvars, pe.known.invars,
                                  pe.known.outvars[:n_known_out], pe.known.eqns,
                                  pe.known.debug_info))
@@ -394,21 +388,14 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
                static_argnums: Sequence[int] = ()) -> Callable:
     """Recompute ``fun``'s intermediates in the backward pass instead of storing them
     (``jax.checkpoint`` / ``jax.remat``)."""
+    static = tuple(static_argnums)
+
     @functools.wraps(fun)
     def wrapped(*args):
-        flat, in_tree = tree_flatten(args)
-        out_box = []
-
-        def flat_fun(*xs):
-            leaves, tree = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
-            out_box.append(tree)
-            return leaves, None
-
-        closed, consts, _ = _trace_closed(flat_fun, [get_aval(x) for x in flat],
-                                          getattr(fun, "__name__", "f"))
-        outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
+        tr = _trace_fun(fun, args, static)  # static arguments stay Python values
+        outs = checkpoint_p.bind(*tr.consts, *tr.flat, jaxpr=tr.closed, prevent_cse=prevent_cse,
                                  policy=policy)
-        return tree_unflatten(out_box[0], outs)
+        return tree_unflatten(tr.out_tree, outs)
     return wrapped
 
 

@@ -253,3 +253,14 @@ def test_jit_can_return_float0_tangents():
     assert int(pa) == 6 and float(tb) == 3.0
     assert ta.dtype == jax.dtypes.float0 and ta.shape == ()
     assert "tensor<i1>" in minijax.jit(f).lower(3, 1.0).as_text()
+
+
+def test_checkpoint_static_argnums_stay_python_values():
+    def f(x, n):
+        for _ in range(n):  # needs a concrete Python int
+            x = jnp.sin(x)
+        return x
+
+    g = minijax.checkpoint(f, static_argnums=(1,))
+    want = float(jax.grad(lambda x: jjnp.sin(jjnp.sin(jjnp.sin(x))))(0.5))
+    assert float(minijax.grad(g)(0.5, 3)) == pytest.approx(want, rel=1e-6)
