@@ -53,8 +53,9 @@ def _broadcast_in_dim_abstract(x, *, broadcast_dimensions, shape, sharding=None)
 
 @broadcast_in_dim_p.def_lowering
 def _broadcast_in_dim_lower(ctx, x, *, broadcast_dimensions, shape, sharding=None):
-    return ctx.op("stablehlo.broadcast_in_dim", [x], ctx.avals_out[0],
-                  {"broadcast_dimensions": i64_array(broadcast_dimensions)})
+    # ctx.broadcast_in_dim re-emits a broadcast scalar constant at full shape (XLA's HLO
+    # converter would fold the broadcast and drop its metadata).
+    return ctx.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions)
 
 
 def _broadcast_in_dim_pp(params: dict) -> dict:

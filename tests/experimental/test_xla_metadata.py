@@ -340,3 +340,17 @@ ENTRY %main (x: f32[4]) -> f32[] {
     report = fusion_report(hlo)
     assert report["3"].fusions == ["big_fusion"] and report["3"].unfused == []
     assert report["3"].fused
+
+
+def test_tagged_constant_broadcasts_lose_nothing_in_hlo():
+    # XLA's converter turns broadcast(constant) into a fresh, untagged `broadcast`: minijax
+    # emits full-shape splat constants instead, so every tagged op survives in the HLO.
+    def f(x):
+        with set_xla_metadata(k=1):
+            return x * jnp.full(3, 2.0) + jnp.ones(3)
+
+    lowered = minijax.jit(f).lower(np.ones(3, np.float32))
+    stablehlo = lowered.as_text()
+    tagged_shlo = [ln for ln in stablehlo.splitlines() if 'k = "1"' in ln]
+    assert not any("broadcast_in_dim" in ln for ln in tagged_shlo)
+    assert len(tagged_kinds(lowered.as_text("hlo"))) == len(tagged_shlo) == 2
