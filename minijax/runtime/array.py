@@ -24,19 +24,33 @@ from jaxlib import _jax
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
+from minijax.runtime._native import speedups
 
 _asarray = np.asarray
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 
+# The fields of an Array live in a small C base type (``_speedups.c``) when that
+# optional extension is built: it exports the wrapped buffer through the buffer
+# protocol, so ``np.asarray(x)`` and ``memoryview(x)`` read CPU arrays without a
+# Python call, and it builds result arrays quickly. Without it (no C compiler at
+# install time, or MINIJAX_NO_C_EXTENSION=1) the same fields are Python slots and
+# NumPy goes through ``Array.__array__``; behaviour is otherwise identical.
+if speedups is not None:
+    _ArrayBase: Any = speedups.ArrayBase
+    _ARRAY_SLOTS: tuple[str, ...] = ()
+else:
+    _ArrayBase = object
+    _ARRAY_SLOTS = ("__weakref__", "_buf", "_donated", "_npy", "aval")
 
-class Array:
+
+class Array(_ArrayBase):
     """An immutable array stored on one device.
 
     Attributes:
       aval: the array's ``ShapedArray`` (shape, dtype, weak_type).
     """
 
-    __slots__ = ("__weakref__", "_buf", "_donated", "_npy", "aval")
+    __slots__ = _ARRAY_SLOTS
 
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # unhashable, like numpy and jax arrays
@@ -291,6 +305,11 @@ def _wrap(buf: Any, aval: ShapedArray) -> Array:
     a._npy = None
     a._donated = False
     return a
+
+
+if speedups is not None:
+    speedups.register(Array)
+    _wrap = speedups.wrap  # noqa: F811 - the same function, in C
 
 
 def _host_addressable(arr: Array) -> bool:

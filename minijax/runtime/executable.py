@@ -131,16 +131,10 @@ class Executable:
             execute_sharded = self.loaded.execute_sharded
             handlers = self._handlers
             aval = self.out_avals[0]
-            new = object.__new__
+            wrap = _wrap
 
             def run_one(bufs: list) -> Array:
-                buf = execute_sharded(bufs).consume_with_handlers(handlers)[0]
-                out = new(Array)  # _wrap, inlined: this is the dispatch hot path
-                out._buf = buf
-                out.aval = aval
-                out._npy = None
-                out._donated = False
-                return out
+                return wrap(execute_sharded(bufs).consume_with_handlers(handlers)[0], aval)
             return run_one
         execute = self.execute
         unflatten = out_tree.unflatten

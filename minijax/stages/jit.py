@@ -2,9 +2,10 @@
 
 The call path at top level, for a function without static or donated arguments:
 
-1. *Positional device arrays*: the key is the tuple of the arguments' avals
-   (runtime avals are interned, so the dict lookup compares by identity); a hit
-   runs a closure that executes and builds the outputs. No pytree flattening.
+1. *Positional device arrays*: the key is the tuple of the ids of the arguments'
+   avals (runtime avals are interned, so ids identify them); a hit runs a closure
+   that executes and builds the outputs. No pytree flattening. This step is C
+   (``runtime/_speedups.c``, DispatchBase) when the extension is built.
 2. *Any pytree*: flatten ``(args, kwargs)`` with the C++ pytree, key on the tree
    and the leaves' avals.
 3. *Miss* (or static/donated arguments, or an XLA metadata context): the full
@@ -33,6 +34,7 @@ from minijax.core.jaxpr import EMPTY_CTX, ClosedJaxpr
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
+from minijax.runtime._native import speedups
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import (abstractify, arg_names_from_paths, fun_name, module_name,
@@ -173,7 +175,54 @@ for _flag in config.trace_key_names():
     config.on_change(_flag, _drop_fast_entries)
 
 
-class Wrapped:
+class _PyDispatchBase:
+    """The dispatch hot path of ``Wrapped.__call__``, in Python.
+
+    Positional device arrays whose avals (interned, so compared by id) were seen
+    before, at top level outside any metadata context, run directly; anything else
+    goes to ``Wrapped._call``. ``_speedups.DispatchBase`` is the same in C and is
+    used instead when the extension is built.
+    """
+
+    __slots__ = ()
+    _fast: dict
+
+    def __call__(self, *args, **kwargs):
+        # One and two arguments are unrolled (a comprehension costs a frame).
+        fast = self._fast
+        if fast and not kwargs and _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE:
+            try:
+                n = len(args)
+                if n == 2:
+                    x, y = args
+                    run = fast[id(x.aval), id(y.aval)]
+                    bufs = [x._buf, y._buf]
+                elif n == 1:
+                    x = args[0]
+                    run = fast[id(x.aval),]
+                    bufs = [x._buf]
+                else:
+                    run = fast[tuple([id(x.aval) for x in args])]
+                    bufs = [x._buf for x in args]
+            except (AttributeError, KeyError):  # not Arrays, or a new signature
+                pass
+            else:
+                try:
+                    return run(bufs)
+                except Exception:
+                    raise_if_deleted(args)
+                    raise
+        return self._call(args, kwargs)  # Wrapped._call
+
+
+if speedups is not None:
+    _DispatchBase: Any = speedups.DispatchBase
+    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, raise_if_deleted)
+else:
+    _DispatchBase = _PyDispatchBase
+
+
+class Wrapped(_DispatchBase):
     """A function ready to be traced, lowered, compiled and called (``jit(f)``)."""
 
     def __init__(self, fun: Callable, *, static_argnums=(), static_argnames=(),
@@ -348,35 +397,6 @@ class Wrapped:
                        self._name, f": {'; '.join(reasons)}" if reasons else "")
 
     # -- calling
-
-    def __call__(self, *args, **kwargs):
-        # The dispatch hot path: positional device arrays whose avals (interned, so
-        # compared by id) were seen before, at top level outside any metadata context.
-        # One and two arguments are unrolled (a comprehension costs a frame).
-        fast = self._fast
-        if fast and not kwargs and _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE:
-            try:
-                n = len(args)
-                if n == 2:
-                    x, y = args
-                    run = fast[id(x.aval), id(y.aval)]
-                    bufs = [x._buf, y._buf]
-                elif n == 1:
-                    x = args[0]
-                    run = fast[id(x.aval),]
-                    bufs = [x._buf]
-                else:
-                    run = fast[tuple([id(x.aval) for x in args])]
-                    bufs = [x._buf for x in args]
-            except (AttributeError, KeyError):  # not Arrays, or a new signature
-                pass
-            else:
-                try:
-                    return run(bufs)
-                except Exception:
-                    raise_if_deleted(args)
-                    raise
-        return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict):
         if _state.trace is not EVAL_TRACE:
