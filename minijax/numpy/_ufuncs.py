@@ -9,6 +9,9 @@ from minijax.core import dtypes
 from minijax.core.trace import get_aval, is_python_scalar
 from minijax.numpy._promote import (promote_args, promote_args_inexact, promote_args_numeric,
                                     promote_dtypes_inexact, convert)
+# Called eagerly on device arrays, a @fused function is one cached, jitted program;
+# anywhere else it is a plain call (see minijax.stages.eager.Fused).
+from minijax.stages.eager import fused
 
 
 def _dtype(x):
@@ -21,7 +24,7 @@ def _unary_inexact(name, fn):
         return fn(x)
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (integer inputs promote to the default float)."
-    return f
+    return fused(f)
 
 
 sin = _unary_inexact("sin", lax.sin)
@@ -47,6 +50,7 @@ def log10(x, /):
     return lax.div(lax.log(x), lax.log(convert(10.0, _dtype(x))))
 
 
+@fused
 def negative(x, /):
     (x,) = promote_args("negative", x)
     if _dtype(x) == dtypes.bool_:
@@ -59,6 +63,7 @@ def positive(x, /):
     return x
 
 
+@fused
 def absolute(x, /):
     (x,) = promote_args("absolute", x)
     if _dtype(x) == dtypes.bool_:
@@ -69,6 +74,7 @@ def absolute(x, /):
 abs = absolute  # noqa: A001
 
 
+@fused
 def sign(x, /):
     (x,) = promote_args("sign", x)
     if _dtype(x) == dtypes.bool_:
@@ -76,11 +82,13 @@ def sign(x, /):
     return lax.sign(x)
 
 
+@fused
 def floor(x, /):
     (x,) = promote_args("floor", x)
     return lax.floor(x) if dtypes.is_float(_dtype(x)) else x
 
 
+@fused
 def ceil(x, /):
     (x,) = promote_args("ceil", x)
     return lax.ceil(x) if dtypes.is_float(_dtype(x)) else x
@@ -101,16 +109,19 @@ def round(x, decimals: int = 0, out=None):  # noqa: A001
 around = round
 
 
+@fused
 def square(x, /):
     (x,) = promote_args_numeric("square", x)
     return lax.square(x)
 
 
+@fused
 def reciprocal(x, /):
     (x,) = promote_args_inexact("reciprocal", x)
     return lax.integer_pow(x, -1)
 
 
+@fused
 def add(x, y, /):
     x, y = promote_args("add", x, y)
     if _dtype(x) == dtypes.bool_:
@@ -118,6 +129,7 @@ def add(x, y, /):
     return lax.add(x, y)
 
 
+@fused
 def subtract(x, y, /):
     x, y = promote_args("subtract", x, y)
     if _dtype(x) == dtypes.bool_:
@@ -125,6 +137,7 @@ def subtract(x, y, /):
     return lax.sub(x, y)
 
 
+@fused
 def multiply(x, y, /):
     x, y = promote_args("multiply", x, y)
     if _dtype(x) == dtypes.bool_:
@@ -132,6 +145,7 @@ def multiply(x, y, /):
     return lax.mul(x, y)
 
 
+@fused
 def true_divide(x, y, /):
     x, y = promote_args_inexact("true_divide", x, y)
     return lax.div(x, y)
@@ -140,6 +154,7 @@ def true_divide(x, y, /):
 divide = true_divide
 
 
+@fused
 def floor_divide(x, y, /):
     x, y = promote_args_numeric("floor_divide", x, y)
     dt = _dtype(x)
@@ -155,6 +170,7 @@ def floor_divide(x, y, /):
     return lax.floor(lax.div(x, y))
 
 
+@fused
 def remainder(x, y, /):
     """Python's ``%``: the result has the sign of the divisor."""
     x, y = promote_args_numeric("remainder", x, y)
@@ -170,11 +186,13 @@ def remainder(x, y, /):
 mod = remainder
 
 
+@fused
 def fmod(x, y, /):
     x, y = promote_args_numeric("fmod", x, y)
     return lax.rem(x, y)
 
 
+@fused
 def power(x, y, /):
     """``x ** y``; a Python int exponent becomes repeated multiplication."""
     if is_python_scalar(y) and isinstance(y, int) and not isinstance(y, bool):
@@ -213,16 +231,19 @@ def float_power(x, y, /):
     return power(x, y)
 
 
+@fused
 def maximum(x, y, /):
     x, y = promote_args("maximum", x, y)
     return lax.max(x, y)
 
 
+@fused
 def minimum(x, y, /):
     x, y = promote_args("minimum", x, y)
     return lax.min(x, y)
 
 
+@fused
 def arctan2(x, y, /):
     x, y = promote_args_inexact("arctan2", x, y)
     return lax.atan2(x, y)
@@ -233,7 +254,7 @@ def _cmp(name, fn):
         x, y = promote_args(name, x, y)
         return fn(x, y)
     f.__name__ = name
-    return f
+    return fused(f)
 
 
 equal = _cmp("equal", lax.eq)
@@ -252,7 +273,7 @@ def _bitwise(name, fn):
             raise TypeError(f"{name} requires integer or boolean arguments, got {dt.name}")
         return fn(x, y)
     f.__name__ = name
-    return f
+    return fused(f)
 
 
 bitwise_and = _bitwise("bitwise_and", lax.bitwise_and)
@@ -284,25 +305,30 @@ def _to_bool(x):
     return convert(x, dtypes.bool_) if _dtype(x) != dtypes.bool_ else x
 
 
+@fused
 def logical_and(x, y, /):
     x, y = promote_args("logical_and", _to_bool(x), _to_bool(y))
     return lax.bitwise_and(x, y)
 
 
+@fused
 def logical_or(x, y, /):
     x, y = promote_args("logical_or", _to_bool(x), _to_bool(y))
     return lax.bitwise_or(x, y)
 
 
+@fused
 def logical_xor(x, y, /):
     x, y = promote_args("logical_xor", _to_bool(x), _to_bool(y))
     return lax.bitwise_xor(x, y)
 
 
+@fused
 def logical_not(x, /):
     return lax.bitwise_not(_to_bool(x))
 
 
+@fused
 def isnan(x, /):
     (x,) = promote_args("isnan", x)
     if not dtypes.is_inexact(_dtype(x)):
@@ -310,6 +336,7 @@ def isnan(x, /):
     return lax.ne(x, x)
 
 
+@fused
 def isfinite(x, /):
     (x,) = promote_args("isfinite", x)
     if not dtypes.is_inexact(_dtype(x)):
@@ -319,6 +346,7 @@ def isfinite(x, /):
     return lax.is_finite(x)
 
 
+@fused
 def isinf(x, /):
     (x,) = promote_args("isinf", x)
     dt = _dtype(x)

@@ -1,14 +1,16 @@
-"""Eager execution of one primitive: a cached one-equation executable per signature."""
+"""Eager execution: a cached one-equation executable per primitive and signature, and
+``fused`` numpy functions that run as one cached program when called eagerly."""
 
 from __future__ import annotations
 
 from minijax.config import config
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-from minijax.core.trace import EAGER_IMPL, user_source
+from minijax.core.jaxpr import EMPTY_CTX
+from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.stages.common import abstractify, raise_if_deleted
-from minijax.stages.jit import compile_module, to_buffers
+from minijax.stages.jit import Wrapped, compile_module, to_buffers
 from minijax.lowering.lower import lower_module
-from minijax.runtime.array import intern_aval
+from minijax.runtime.array import Array, intern_aval
 from minijax.tree_util import tree_flatten
 
 _cache: dict = {}  # (primitive, avals, params, config) -> Executable
@@ -77,3 +79,36 @@ def _apply(prim, args, params):
 
 
 EAGER_IMPL[0] = apply_primitive
+
+
+# ---- numpy functions that are jitted when called eagerly --------------------------------
+
+class Fused(Wrapped):
+    """A ``minijax.numpy`` function that, called eagerly on device arrays, is one program.
+
+    jax's numpy functions are jitted, and these are too, for the same reason: at top
+    level on ``Array`` arguments, ``jnp.sin(x)`` or ``x * y`` finds its cached
+    executable through jit's dispatch fast path (C when built) instead of going
+    through the numpy, lax and primitive layers, and a function of several
+    primitives (``jnp.remainder``, ``x ** y`` on integers) is one executable rather
+    than one per primitive. Called anywhere else (under a trace, in an XLA metadata
+    context, with Python scalars, NumPy arrays or keywords) it is a plain call of
+    the function, so jaxprs and lowered modules hold its primitives exactly as
+    before, and errors come from the same places.
+    """
+
+    _explains_misses = False  # internal: not reported by minijax_explain_cache_misses
+
+    def __repr__(self) -> str:
+        return f"<minijax.numpy function {self._name}>"
+
+    def _call(self, args: tuple, kwargs: dict):
+        if (not kwargs and args and _state.trace is EVAL_TRACE and _state.ctx is EMPTY_CTX
+                and all(type(x) is Array for x in args)):
+            return super()._call(args, kwargs)
+        return self._fun(*args, **kwargs)
+
+
+def fused(fun):
+    """Decorator for positional-array numpy functions: see ``Fused``."""
+    return Fused(fun)

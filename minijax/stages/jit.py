@@ -225,6 +225,8 @@ else:
 class Wrapped(_DispatchBase):
     """A function ready to be traced, lowered, compiled and called (``jit(f)``)."""
 
+    _explains_misses = True  # logs cache misses when minijax_explain_cache_misses is on
+
     def __init__(self, fun: Callable, *, static_argnums=(), static_argnames=(),
                  donate_argnums=(), donate_argnames=(), inline: bool = False,
                  compiler_options: dict | None = None, keep_unused: bool = False):
@@ -321,7 +323,7 @@ class Wrapped(_DispatchBase):
         # Paths over the dynamic args: map back to the original positions for names.
         full_paths = [_remap_path(p, dyn_nums) for p in paths]
         arg_names = arg_names_from_paths(self._fun, full_paths)
-        if config.minijax_explain_cache_misses:
+        if config.minijax_explain_cache_misses and self._explains_misses:
             self._explain_miss(key, arg_names)
         debug = DebugInfo("jit", self._name, arg_names)
         out_info: list = []
@@ -346,7 +348,7 @@ class Wrapped(_DispatchBase):
         if not hoisted:
             self._traces[key] = entry
             self._keys_seen.append(key)
-            if config.minijax_explain_cache_misses:
+            if config.minijax_explain_cache_misses and self._explains_misses:
                 self._record_history(key)
         return entry
 

@@ -1,0 +1,95 @@
+"""numpy functions that run as one jitted program when called eagerly (stages.eager.Fused)."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax.config import config
+from minijax.experimental.xla_metadata import set_xla_metadata
+from minijax.runtime.executable import compile_count
+from minijax.stages.eager import Fused
+
+
+def test_eager_call_on_arrays_is_one_cached_program():
+    x = jnp.arange(1, 7, dtype=jnp.int32) - 3  # negative and positive values
+    y = jnp.full(6, 4, dtype=jnp.int32)
+    assert isinstance(jnp.remainder, Fused)
+    r = jnp.remainder(x, y)  # rem, lt, ne, and, select, add: one executable
+    np.testing.assert_array_equal(r, np.remainder(np.asarray(x), 4))
+    assert jnp.remainder.trace_count >= 1 and len(jnp.remainder._fast) >= 1
+    before = compile_count()
+    for _ in range(3):
+        np.testing.assert_array_equal(jnp.remainder(x, y), np.remainder(np.asarray(x), 4))
+        np.testing.assert_array_equal(x % y, np.remainder(np.asarray(x), 4))  # operator
+    assert compile_count() == before
+
+
+@pytest.mark.parametrize("fn,ref", [
+    (jnp.sin, np.sin), (jnp.exp, np.exp), (jnp.negative, np.negative),
+    (jnp.floor, np.floor), (jnp.isnan, np.isnan), (jnp.logical_not, np.logical_not),
+])
+def test_unary_matches_numpy_eagerly_and_under_jit(fn, ref):
+    host = np.linspace(-2, 2, 7, dtype=np.float32)
+    x = jnp.asarray(host)
+    for out in (fn(x), fn(x), minijax.jit(fn)(x), fn(host), fn(1.5)):
+        expected = ref(host) if np.shape(out) == host.shape else ref(np.float32(1.5))
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
+
+
+def test_mixed_arguments_take_the_plain_path():
+    x = jnp.arange(4, dtype=jnp.int32)
+    # Python scalars, NumPy arrays and integer exponents: a plain call, same results.
+    np.testing.assert_array_equal(jnp.power(x, 3), np.arange(4) ** 3)
+    np.testing.assert_array_equal(x ** 2, np.arange(4) ** 2)
+    np.testing.assert_array_equal(jnp.add(x, np.ones(4, np.int32)), np.arange(4) + 1)
+    assert (x * 2.0).dtype == np.float32  # weak scalar promotes as before
+    with pytest.raises(TypeError, match="subtract is not defined for boolean"):
+        jnp.subtract(jnp.ones(2, bool), jnp.ones(2, bool))
+
+
+def test_traced_calls_record_primitives_not_a_jit():
+    text = str(minijax.make_jaxpr(lambda a, b: jnp.remainder(jnp.sin(a), b))(1.0, 2.0))
+    assert "jit[" not in text and "sin" in text and "rem" in text
+    g = minijax.grad(lambda a: jnp.sin(a) * jnp.cos(a))(0.3)
+    np.testing.assert_allclose(g, np.cos(0.6), rtol=1e-6)
+    v = minijax.vmap(jnp.maximum)(jnp.arange(3.0), jnp.ones(3))
+    np.testing.assert_array_equal(v, [1, 1, 2])
+
+
+def test_metadata_context_tags_eager_ops():
+    x = jnp.arange(3.0)
+    with set_xla_metadata(stage="fwd"):
+        y = jnp.sin(x)  # plain path: the eager primitive sees the context
+        text = minijax.jit(lambda a: jnp.cos(a)).lower(x).as_text()
+    np.testing.assert_allclose(y, np.sin(np.arange(3.0)), rtol=1e-6)
+    assert 'stage = "fwd"' in text
+
+
+def test_follows_x64_changes(request):
+    a = jnp.ones(3, dtype=jnp.int32)
+    b = jnp.arange(3)  # default int
+    assert jnp.add(a, b).dtype == np.int32
+    request.getfixturevalue("x64")
+    b64 = jnp.arange(3)
+    assert jnp.add(a, b64).dtype == np.int64
+
+
+def test_not_reported_as_cache_misses(caplog):
+    config.update("minijax_explain_cache_misses", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="minijax"):
+            jnp.sin(jnp.ones((5, 7, 3)))  # a new signature for sin
+            minijax.jit(lambda v: v + 1)(jnp.ones(2))
+    finally:
+        config.update("minijax_explain_cache_misses", False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("<lambda>" in m for m in messages)  # user jits still explained
+    assert not any("tracing sin" in m for m in messages), messages
+
+
+def test_repr():
+    assert repr(jnp.sin) == "<minijax.numpy function sin>"
+    assert jnp.add.__name__ == "add"
