@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,48 @@ def _put_python_scalar(x: bool | complex, device) -> Array:
 
 
 _PY_SCALARS = (bool, int, float, complex)
+
+
+# ---- device constants for Python scalars (eager dispatch) ---------------------------
+#
+# ``x * 2.0`` run eagerly needs ``2.0`` on the device each time. The eager dispatcher
+# keeps one read-only device buffer per (type, value) here instead of transferring it
+# again. The buffers never reach users (no Array wraps them), so nothing can delete or
+# donate them. Keys tell 0.0 from -0.0; the table is bounded and follows the x64 flag.
+
+_constants: dict[tuple, tuple[int, Any]] = {}
+_MAX_CONSTANTS = 4096
+
+
+def scalar_constant(x: Any) -> tuple[int, Any] | None:
+    """``(id of its interned aval, device buffer)`` for a Python bool/int/float or a
+    NumPy scalar or 0-d array (what promotion turns Python scalars into), else None."""
+    t = type(x)
+    if t is float:
+        key: tuple = (t, x) if x else (t, x, math.copysign(1.0, x))
+    elif t is int or t is bool:
+        key = (t, x)
+    elif (t is np.ndarray and x.ndim == 0) or isinstance(x, np.generic):
+        key = (x.dtype, x.tobytes())  # bytes: -0.0 and NaN payloads stay apart
+    else:
+        return None
+    c = _constants.get(key)
+    if c is None:
+        try:
+            arr = device_put(x)
+        except (OverflowError, TypeError, ValueError):
+            return None  # the generic path reports it
+        if len(_constants) >= _MAX_CONSTANTS:
+            _constants.clear()
+        c = _constants[key] = (id(arr.aval), arr._buf)
+    return c
+
+
+def _drop_constants(_value) -> None:
+    _constants.clear()
+
+
+config.on_change("minijax_enable_x64", _drop_constants)
 
 
 def device_put(x: Any, device: _backend.Device | None = None) -> Array:

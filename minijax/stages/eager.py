@@ -11,6 +11,7 @@ from minijax.stages.common import abstractify, raise_if_deleted
 from minijax.stages.jit import Wrapped, compile_module, to_buffers
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
+from minijax.runtime.transfer import scalar_constant
 from minijax.tree_util import tree_flatten
 
 _cache: dict = {}  # (primitive, avals, params, config) -> Executable
@@ -47,7 +48,36 @@ def apply_primitive(prim, args, params):
     try:  # device arrays with a signature seen before
         run = _fast[(prim, tuple([id(x.aval) for x in args]), *params.items())]
         bufs = [x._buf for x in args]
-    except (AttributeError, KeyError, TypeError):
+    except AttributeError:  # Python scalars among the arguments, perhaps
+        return _apply_with_scalars(prim, args, params)
+    except (KeyError, TypeError):
+        return _apply(prim, args, params)
+    try:
+        return run(bufs)
+    except Exception:
+        raise_if_deleted(args)
+        raise
+
+
+def _apply_with_scalars(prim, args, params):
+    """The fast path for device arrays mixed with Python scalars (``x * 2.0``): the
+    scalars' device copies are cached (see ``transfer.scalar_constant``)."""
+    ids, bufs = [], []
+    for x in args:
+        if type(x) is Array:
+            ids.append(id(x.aval))
+            bufs.append(x._buf)
+        else:
+            c = scalar_constant(x)
+            if c is None:
+                return _apply(prim, args, params)
+            ids.append(c[0])
+            bufs.append(c[1])
+    try:
+        run = _fast.get((prim, tuple(ids), *params.items()))
+    except TypeError:  # unhashable params
+        run = None
+    if run is None:
         return _apply(prim, args, params)
     try:
         return run(bufs)
