@@ -21,6 +21,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_numeric
+from minijax.stages.eager import fused  # one jitted program when called eagerly
 
 Axis = int | Sequence[int] | None
 
@@ -170,6 +171,7 @@ def _cast_to_bool(a):
 # ---- monoid reductions ---------------------------------------------------------------------
 
 
+@fused(max_args=1)
 def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,
         initial=None, where=None, promote_integers: bool = True):
     """Sum of the elements over ``axis`` (all axes when None)."""
@@ -178,6 +180,7 @@ def sum(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,
                    preproc=_cast_to_numeric, out=out)
 
 
+@fused(max_args=1)
 def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,
          initial=None, where=None, promote_integers: bool = True):
     """Product of the elements over ``axis`` (all axes when None)."""
@@ -186,6 +189,7 @@ def prod(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False,
                    preproc=_cast_to_numeric, out=out)
 
 
+@fused(max_args=1)
 def max(a, axis: Axis = None, out=None, keepdims: bool = False,
         initial=None, where=None):
     """Maximum over ``axis``; NaN propagates. ``where`` needs ``initial``."""
@@ -193,6 +197,7 @@ def max(a, axis: Axis = None, out=None, keepdims: bool = False,
                    where=where, has_identity=False, out=out)
 
 
+@fused(max_args=1)
 def min(a, axis: Axis = None, out=None, keepdims: bool = False,
         initial=None, where=None):
     """Minimum over ``axis``; NaN propagates. ``where`` needs ``initial``."""
@@ -204,18 +209,21 @@ amax = max
 amin = min
 
 
+@fused(max_args=1)
 def all(a, axis: Axis = None, out=None, keepdims: bool = False, *, where=None):
     """Whether all elements over ``axis`` are true."""
     return _reduce("all", a, "and", axis=axis, dtype=None, keepdims=keepdims, where=where,
                    preproc=_cast_to_bool, out=out)
 
 
+@fused(max_args=1)
 def any(a, axis: Axis = None, out=None, keepdims: bool = False, *, where=None):
     """Whether any element over ``axis`` is true."""
     return _reduce("any", a, "or", axis=axis, dtype=None, keepdims=keepdims, where=where,
                    preproc=_cast_to_bool, out=out)
 
 
+@fused(max_args=1)
 def count_nonzero(a, axis: Axis = None, keepdims: bool = False):
     """Number of non-zero elements over ``axis``, as the default integer dtype."""
     a = _check_arraylike("count_nonzero", a)
@@ -236,6 +244,7 @@ def _count(a, axis: Axis, keepdims: bool, where, dtype):
     return sum(broadcast_to_shape(where, aval.shape), axis, dtype=dtype, keepdims=keepdims)
 
 
+@fused(max_args=1)
 def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, where=None):
     """Arithmetic mean over ``axis``; integers give the default float dtype."""
     if out is not None:
@@ -264,6 +273,7 @@ def _var_dtypes(a_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
     return _upcast_f16(comp), np.dtype(result)
 
 
+@fused(max_args=1)
 def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
         where=None, correction=None):
     """Variance over ``axis``, divided by ``N - ddof`` (NaN when that is not positive)."""
@@ -298,6 +308,7 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
     return _where(lax.gt(normalizer, np.zeros((), comp_dtype)), result, nan)
 
 
+@fused(max_args=1)
 def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *,
         where=None, correction=None):
     """Standard deviation over ``axis``: ``sqrt(var(...))``."""
@@ -329,11 +340,13 @@ def _arg_reduce(name: str, lax_fn, a, axis, out, keepdims):
     return lax.expand_dims(result, dims) if keepdims else result
 
 
+@fused(max_args=1)
 def argmax(a, axis: int | None = None, out=None, keepdims: bool | None = None):
     """Index of the maximum (first occurrence; a NaN counts as the maximum)."""
     return _arg_reduce("argmax", lax.argmax, a, axis, out, keepdims)
 
 
+@fused(max_args=1)
 def argmin(a, axis: int | None = None, out=None, keepdims: bool | None = None):
     """Index of the minimum (first occurrence; a NaN counts as the minimum)."""
     return _arg_reduce("argmin", lax.argmin, a, axis, out, keepdims)
@@ -368,11 +381,13 @@ def _cumulative(name: str, lax_fn, a, axis, dtype, out):
     return _convert(lax_fn(a, axis), result_dtype)
 
 
+@fused(max_args=1)
 def cumsum(a, axis: int | None = None, dtype=None, out=None):
     """Cumulative sum along ``axis`` (the flattened array when None)."""
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
 
+@fused(max_args=1)
 def cumprod(a, axis: int | None = None, dtype=None, out=None):
     """Cumulative product along ``axis`` (the flattened array when None)."""
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)

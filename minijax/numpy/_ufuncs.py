@@ -192,7 +192,6 @@ def fmod(x, y, /):
     return lax.rem(x, y)
 
 
-@fused
 def power(x, y, /):
     """``x ** y``; a Python int exponent becomes repeated multiplication."""
     if is_python_scalar(y) and isinstance(y, int) and not isinstance(y, bool):
@@ -200,6 +199,11 @@ def power(x, y, /):
         if y < 0 and dtypes.is_int(_dtype(x)):
             raise ValueError("Integers cannot be raised to negative integer powers")
         return lax.integer_pow(x, y)
+    return _power(x, y)
+
+
+@fused
+def _power(x, y, /):
     x, y = promote_args_numeric("power", x, y)
     dt = _dtype(x)
     if dtypes.is_int(dt):

@@ -25,7 +25,8 @@
  *
  * ---- DispatchBase --------------------------------------------------------------
  *
- * ``Wrapped(f)(x, y)`` with positional minijax Arrays only, at top level (no trace,
+ * ``Wrapped(f)(x, y)`` with positional minijax Arrays (or Python scalars that have a
+ * device constant in minijax.runtime.transfer.CONSTANTS), at top level (no trace,
  * no metadata context), whose aval ids were seen before: look the run function up
  * in ``self._fast`` by the tuple of ``id(arg.aval)`` and call it with the list of
  * the arguments' ``_buf``. Anything else, and any miss, calls ``self._call(args,
@@ -36,6 +37,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <math.h>
 
 typedef struct {
     PyObject_HEAD
@@ -171,11 +173,12 @@ typedef struct {
     PyObject *fast;  /* dict: tuple of aval ids -> run(bufs) */
 } DispatchBase;
 
-/* set_dispatch_state(state, ctx_default, eval_trace, on_error) */
+/* set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants) */
 static PyObject *dispatch_state = NULL;       /* the thread-local trace state */
 static PyObject *dispatch_empty_ctx = NULL;   /* state.ctx at top level */
 static PyObject *dispatch_eval_trace = NULL;  /* state.trace at top level */
 static PyObject *dispatch_on_error = NULL;    /* on_error(args) after a failed run */
+static PyObject *dispatch_constants = NULL;   /* transfer.CONSTANTS */
 static PyObject *str_ctx = NULL, *str_trace = NULL, *str_call = NULL;
 
 static int
@@ -225,8 +228,38 @@ at_top_level(void)
     return ok;
 }
 
+/* The ``CONSTANTS`` entry (id of the aval, buffer) of a Python float/int/bool, as a
+ * borrowed reference; NULL without an exception when there is none. The key is the
+ * one minijax.runtime.transfer.constant_key builds. */
+static PyObject *
+lookup_constant(PyObject *x)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    if (dispatch_constants == NULL ||
+            (t != &PyFloat_Type && t != &PyLong_Type && t != &PyBool_Type)) {
+        return NULL;
+    }
+    PyObject *key;
+    if (t == &PyFloat_Type && PyFloat_AS_DOUBLE(x) == 0.0) {  /* 0.0 vs -0.0 */
+        key = Py_BuildValue("(OOd)", (PyObject *)t, x, copysign(1.0, PyFloat_AS_DOUBLE(x)));
+    } else {
+        key = PyTuple_Pack(2, (PyObject *)t, x);
+    }
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *c = PyDict_GetItemWithError(dispatch_constants, key);
+    Py_DECREF(key);
+    if (c != NULL && !(PyTuple_Check(c) && PyTuple_GET_SIZE(c) == 2)) {
+        return NULL;
+    }
+    return c;
+}
+
 /* The run function for ``args`` from ``fast`` (a borrowed reference) and the list of
- * their buffers in ``*bufs``; NULL without an exception when it does not apply. */
+ * their buffers in ``*bufs``; NULL without an exception when it does not apply.
+ * Arguments are minijax Arrays (key: id of the aval) or Python scalars whose device
+ * constant exists (key: id of the constant's aval). */
 static PyObject *
 lookup_fast(PyObject *fast, PyObject *args, PyObject **bufs)
 {
@@ -235,36 +268,49 @@ lookup_fast(PyObject *fast, PyObject *args, PyObject **bufs)
     if (key == NULL) {
         return NULL;
     }
+    PyObject *list = PyList_New(n);
+    if (list == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PyTuple_GET_ITEM(args, i);
-        if (Py_TYPE(x) != array_type || ((ArrayBase *)x)->aval == NULL ||
-                ((ArrayBase *)x)->buf == NULL) {
-            Py_DECREF(key);
-            return NULL;
-        }
-        PyObject *id = PyLong_FromVoidPtr(((ArrayBase *)x)->aval);
-        if (id == NULL) {
-            Py_DECREF(key);
-            return NULL;
+        PyObject *id, *buf;
+        if (Py_TYPE(x) == array_type) {
+            ArrayBase *a = (ArrayBase *)x;
+            if (a->aval == NULL || a->buf == NULL) {
+                goto miss;
+            }
+            id = PyLong_FromVoidPtr(a->aval);
+            if (id == NULL) {
+                goto miss;
+            }
+            buf = a->buf;
+        } else {
+            PyObject *c = lookup_constant(x);
+            if (c == NULL) {
+                goto miss;
+            }
+            id = PyTuple_GET_ITEM(c, 0);
+            Py_INCREF(id);
+            buf = PyTuple_GET_ITEM(c, 1);
         }
         PyTuple_SET_ITEM(key, i, id);
+        Py_INCREF(buf);
+        PyList_SET_ITEM(list, i, buf);
     }
     PyObject *run = PyDict_GetItemWithError(fast, key);
     Py_DECREF(key);
     if (run == NULL) {
+        Py_DECREF(list);
         return NULL;
-    }
-    PyObject *list = PyList_New(n);
-    if (list == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *buf = ((ArrayBase *)PyTuple_GET_ITEM(args, i))->buf;
-        Py_INCREF(buf);
-        PyList_SET_ITEM(list, i, buf);
     }
     *bufs = list;
     return run;
+miss:
+    Py_DECREF(key);  /* unset items are NULL, which tuple and list deallocation skip */
+    Py_DECREF(list);
+    return NULL;
 }
 
 static PyObject *
@@ -344,9 +390,9 @@ static PyTypeObject DispatchBaseType = {
 static PyObject *
 speedups_set_dispatch_state(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
+    if (nargs != 5 || !PyDict_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError,
-                        "set_dispatch_state(state, empty_ctx, eval_trace, on_error)");
+                        "set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants)");
         return NULL;
     }
     Py_INCREF(args[0]);
@@ -357,6 +403,8 @@ speedups_set_dispatch_state(PyObject *module, PyObject *const *args, Py_ssize_t 
     Py_XSETREF(dispatch_eval_trace, args[2]);
     Py_INCREF(args[3]);
     Py_XSETREF(dispatch_on_error, args[3]);
+    Py_INCREF(args[4]);
+    Py_XSETREF(dispatch_constants, args[4]);
     Py_RETURN_NONE;
 }
 
@@ -369,7 +417,8 @@ static PyMethodDef speedups_methods[] = {
      "register(cls): set the Array type that wrap() builds."},
     {"set_dispatch_state", (PyCFunction)(void (*)(void))speedups_set_dispatch_state,
      METH_FASTCALL,
-     "set_dispatch_state(state, empty_ctx, eval_trace, on_error): what DispatchBase checks."},
+     "set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants): what "
+     "DispatchBase uses."},
     {NULL, NULL, 0, NULL}
 };
 

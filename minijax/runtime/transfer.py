@@ -115,43 +115,54 @@ def _put_python_scalar(x: bool | complex, device) -> Array:
 _PY_SCALARS = (bool, int, float, complex)
 
 
-# ---- device constants for Python scalars (eager dispatch) ---------------------------
+# ---- device constants for scalars (dispatch) -----------------------------------------
 #
-# ``x * 2.0`` run eagerly needs ``2.0`` on the device each time. The eager dispatcher
-# keeps one read-only device buffer per (type, value) here instead of transferring it
-# again. The buffers never reach users (no Array wraps them), so nothing can delete or
-# donate them. Keys tell 0.0 from -0.0; the table is bounded and follows the x64 flag.
+# ``x * 2.0`` run eagerly, or ``f(x, 2.0)`` for a jitted ``f``, needs ``2.0`` on the
+# device at each call. The dispatchers keep one device buffer per (type, value) in
+# ``CONSTANTS`` instead of transferring it again: key -> (id of the interned aval, buffer).
+# The buffers never reach users (no Array wraps them) and only go to executables that
+# donate nothing, so nothing can delete them. Keys tell 0.0 from -0.0 and NaN payloads
+# apart; the table is bounded and emptied when the x64 flag changes. jit's C dispatch
+# (runtime/_speedups.c) reads this dict with the same keys for Python scalars.
 
-_constants: dict[tuple, tuple[int, Any]] = {}
+CONSTANTS: dict[tuple, tuple[int, Any]] = {}
 _MAX_CONSTANTS = 4096
+PY_SCALAR_TYPES = (float, int, bool)
+
+
+def constant_key(x: Any) -> tuple | None:
+    """The ``CONSTANTS`` key of a Python bool/int/float or NumPy scalar, else None."""
+    t = type(x)
+    if t is float:
+        return (t, x) if x else (t, x, math.copysign(1.0, x))
+    if t is int or t is bool:
+        return (t, x)
+    if (t is np.ndarray and x.ndim == 0) or isinstance(x, np.generic):
+        return (x.dtype, x.tobytes())
+    return None
 
 
 def scalar_constant(x: Any) -> tuple[int, Any] | None:
     """``(id of its interned aval, device buffer)`` for a Python bool/int/float or a
-    NumPy scalar or 0-d array (what promotion turns Python scalars into), else None."""
-    t = type(x)
-    if t is float:
-        key: tuple = (t, x) if x else (t, x, math.copysign(1.0, x))
-    elif t is int or t is bool:
-        key = (t, x)
-    elif (t is np.ndarray and x.ndim == 0) or isinstance(x, np.generic):
-        key = (x.dtype, x.tobytes())  # bytes: -0.0 and NaN payloads stay apart
-    else:
+    NumPy scalar or 0-d array (what promotion turns Python scalars into), made on
+    first use; None for anything else or a value that does not fit its dtype."""
+    key = constant_key(x)
+    if key is None:
         return None
-    c = _constants.get(key)
+    c = CONSTANTS.get(key)
     if c is None:
         try:
             arr = device_put(x)
         except (OverflowError, TypeError, ValueError):
             return None  # the generic path reports it
-        if len(_constants) >= _MAX_CONSTANTS:
-            _constants.clear()
-        c = _constants[key] = (id(arr.aval), arr._buf)
+        if len(CONSTANTS) >= _MAX_CONSTANTS:
+            CONSTANTS.clear()
+        c = CONSTANTS[key] = (id(arr.aval), arr._buf)
     return c
 
 
 def _drop_constants(_value) -> None:
-    _constants.clear()
+    CONSTANTS.clear()
 
 
 config.on_change("minijax_enable_x64", _drop_constants)

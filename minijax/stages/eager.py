@@ -11,7 +11,7 @@ from minijax.stages.common import abstractify, raise_if_deleted
 from minijax.stages.jit import Wrapped, compile_module, to_buffers
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
-from minijax.runtime.transfer import scalar_constant
+from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_constant
 from minijax.tree_util import tree_flatten
 
 _cache: dict = {}  # (primitive, avals, params, config) -> Executable
@@ -117,28 +117,48 @@ class Fused(Wrapped):
     """A ``minijax.numpy`` function that, called eagerly on device arrays, is one program.
 
     jax's numpy functions are jitted, and these are too, for the same reason: at top
-    level on ``Array`` arguments, ``jnp.sin(x)`` or ``x * y`` finds its cached
-    executable through jit's dispatch fast path (C when built) instead of going
-    through the numpy, lax and primitive layers, and a function of several
-    primitives (``jnp.remainder``, ``x ** y`` on integers) is one executable rather
-    than one per primitive. Called anywhere else (under a trace, in an XLA metadata
-    context, with Python scalars, NumPy arrays or keywords) it is a plain call of
-    the function, so jaxprs and lowered modules hold its primitives exactly as
-    before, and errors come from the same places.
+    level on ``Array`` arguments (and Python scalars), ``jnp.sin(x)``, ``x * 2.0`` or
+    ``x.sum()`` finds its cached executable through jit's dispatch fast path (C when
+    built) instead of going through the numpy, lax and primitive layers, and a
+    function of several primitives (``jnp.remainder``, ``jnp.var``) is one executable
+    rather than one per primitive. ``max_args`` is how many leading positional
+    parameters are arrays: a call with more, with keywords, under a trace, in an
+    XLA metadata context or with other argument types (NumPy arrays, a Python int
+    too big for its dtype) is a plain call of the function, so jaxprs and lowered
+    modules hold its primitives exactly as before, and errors come from the same
+    places.
     """
 
     _explains_misses = False  # internal: not reported by minijax_explain_cache_misses
+
+    def __init__(self, fun, max_args: int):
+        super().__init__(fun)
+        self._max_args = max_args
 
     def __repr__(self) -> str:
         return f"<minijax.numpy function {self._name}>"
 
     def _call(self, args: tuple, kwargs: dict):
-        if (not kwargs and args and _state.trace is EVAL_TRACE and _state.ctx is EMPTY_CTX
-                and all(type(x) is Array for x in args)):
+        if (not kwargs and 0 < len(args) <= self._max_args and _state.trace is EVAL_TRACE
+                and _state.ctx is EMPTY_CTX and _jittable(args)):
             return super()._call(args, kwargs)
         return self._fun(*args, **kwargs)
 
 
-def fused(fun):
-    """Decorator for positional-array numpy functions: see ``Fused``."""
-    return Fused(fun)
+def _jittable(args: tuple) -> bool:
+    for x in args:
+        if type(x) is not Array and (type(x) not in PY_SCALAR_TYPES
+                                     or scalar_constant(x) is None):
+            return False
+    return True
+
+
+def fused(fun=None, *, max_args: int | None = None):
+    """Decorator for numpy functions (see ``Fused``). Without ``max_args`` every
+    positional parameter is an array (elementwise functions); reductions say 1."""
+    def wrap(f):
+        n = max_args
+        if n is None:
+            n = f.__code__.co_argcount
+        return Fused(f, n)
+    return wrap if fun is None else wrap(fun)

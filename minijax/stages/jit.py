@@ -36,7 +36,8 @@ from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tr
 from minijax.lowering.lower import lower_module
 from minijax.runtime._native import speedups
 from minijax.runtime.array import Array, intern_aval
-from minijax.runtime.transfer import device_put
+from minijax.runtime.transfer import (CONSTANTS, PY_SCALAR_TYPES, constant_key, device_put,
+                                      scalar_constant)
 from minijax.stages.common import (abstractify, arg_names_from_paths, fun_name, module_name,
                                    raise_if_deleted, result_names)
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
@@ -178,9 +179,9 @@ for _flag in config.trace_key_names():
 class _PyDispatchBase:
     """The dispatch hot path of ``Wrapped.__call__``, in Python.
 
-    Positional device arrays whose avals (interned, so compared by id) were seen
-    before, at top level outside any metadata context, run directly; anything else
-    goes to ``Wrapped._call``. ``_speedups.DispatchBase`` is the same in C and is
+    Positional device arrays (and Python scalars with a device constant) whose avals
+    (interned, so compared by id) were seen before, at top level outside any
+    metadata context, run directly; anything else goes to ``Wrapped._call``. ``_speedups.DispatchBase`` is the same in C and is
     used instead when the extension is built.
     """
 
@@ -204,9 +205,11 @@ class _PyDispatchBase:
                 else:
                     run = fast[tuple([id(x.aval) for x in args])]
                     bufs = [x._buf for x in args]
-            except (AttributeError, KeyError):  # not Arrays, or a new signature
-                pass
-            else:
+            except AttributeError:  # Python scalars among them, perhaps
+                run, bufs = _lookup_with_scalars(fast, args)
+            except KeyError:  # a new signature
+                run = None
+            if run is not None:
                 try:
                     return run(bufs)
                 except Exception:
@@ -215,9 +218,25 @@ class _PyDispatchBase:
         return self._call(args, kwargs)  # Wrapped._call
 
 
+def _lookup_with_scalars(fast: dict, args: tuple) -> tuple[Any, list]:
+    """``(run, bufs)`` for Arrays mixed with Python scalars that have a device constant
+    (``transfer.CONSTANTS``), else ``(None, [])``."""
+    ids, bufs = [], []
+    for x in args:
+        if type(x) is Array:
+            ids.append(id(x.aval))
+            bufs.append(x._buf)
+        elif type(x) in PY_SCALAR_TYPES and (c := CONSTANTS.get(constant_key(x))) is not None:
+            ids.append(c[0])
+            bufs.append(c[1])
+        else:
+            return None, []
+    return fast.get(tuple(ids)), bufs
+
+
 if speedups is not None:
     _DispatchBase: Any = speedups.DispatchBase
-    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, raise_if_deleted)
+    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, raise_if_deleted, CONSTANTS)
 else:
     _DispatchBase = _PyDispatchBase
 
@@ -427,6 +446,9 @@ class Wrapped(_DispatchBase):
             self._tree_fast[(entry.in_tree, *ids)] = call.run
             if not kwargs and entry.in_tree == _flat_treedef(len(args)):
                 self._fast[ids] = call.run
+                for x in args:  # Python scalars: device constants for the fast path
+                    if type(x) in PY_SCALAR_TYPES:
+                        scalar_constant(x)
             _with_fast_entries.add(self)
         try:
             out = call.run(to_buffers(leaves))

@@ -98,3 +98,34 @@ def test_copies_are_the_jit_object():
     import copy
     jf = minijax.jit(lambda x: x + 1)
     assert copy.copy(jf) is jf and copy.deepcopy({"f": jf})["f"] is jf
+
+
+def test_python_scalar_arguments_take_the_fast_path(monkeypatch):
+    from minijax.stages.jit import Wrapped
+    f = minijax.jit(lambda a, b: a / b)
+    x = jnp.arange(1.0, 4.0)
+    f(x, 2.0)
+    slow = []
+    original = Wrapped._call
+    monkeypatch.setattr(Wrapped, "_call", lambda self, a, k: slow.append(a) or original(self, a, k))
+    np.testing.assert_allclose(f(x, 2.0), [0.5, 1.0, 1.5])
+    assert slow == []  # served without Wrapped._call
+    np.testing.assert_allclose(f(x, 4.0), [0.25, 0.5, 0.75])  # new value: its constant is made
+    np.testing.assert_allclose(f(x, 4.0), [0.25, 0.5, 0.75])
+    assert len(slow) == 1 and f.trace_count == 1
+    np.testing.assert_array_equal(np.asarray(f(x, -0.0)), [-np.inf] * 3)
+    np.testing.assert_array_equal(np.asarray(f(x, -0.0)), [-np.inf] * 3)
+    np.testing.assert_array_equal(np.asarray(f(x, 0.0)), [np.inf] * 3)
+    assert f(x, 1).dtype == np.float32 and f.trace_count == 2  # weak int: a new signature
+    with pytest.raises(OverflowError, match="too large"):
+        f(x, 2**40)
+
+
+def test_scalar_constants_follow_x64(request):
+    f = minijax.jit(lambda a, b: a + b)
+    i = jnp.arange(3)
+    assert f(i, 1).dtype == np.int32 and f(i, 1).dtype == np.int32
+    request.getfixturevalue("x64")
+    i64 = jnp.arange(3)
+    out = f(i64, 2**40)  # fits int64 now
+    assert out.dtype == np.int64 and int(out[0]) == 2**40

@@ -93,3 +93,41 @@ def test_not_reported_as_cache_misses(caplog):
 def test_repr():
     assert repr(jnp.sin) == "<minijax.numpy function sin>"
     assert jnp.add.__name__ == "add"
+
+
+def test_python_scalars_use_cached_device_constants():
+    x = jnp.arange(1.0, 5.0)
+    before = None
+    for value in (2.0, 2.0, 3.0, 2.0, 3.0):
+        np.testing.assert_allclose(x * value, np.arange(1.0, 5.0) * value)
+        np.testing.assert_allclose(value * x, np.arange(1.0, 5.0) * value)
+        if before is None:
+            before = compile_count()
+    assert compile_count() == before  # one program per signature, not per value
+    # Signed zeros and NaN are different constants.
+    np.testing.assert_array_equal(np.asarray(x / 0.0), np.full(4, np.inf, np.float32))
+    np.testing.assert_array_equal(np.asarray(x / -0.0), np.full(4, -np.inf, np.float32))
+    assert np.isnan(np.asarray(x * float("nan"))).all()
+    # A Python int too big for int32 still works eagerly (the plain path folds it).
+    np.testing.assert_allclose(x * 2**40, np.arange(1.0, 5.0) * 2.0**40, rtol=1e-6)
+    i = jnp.arange(3)
+    assert (i + 1).dtype == np.int32 and (i + True).dtype == np.int32
+    assert (i * 2.5).dtype == np.float32
+
+
+def test_reductions_called_eagerly():
+    x = jnp.arange(12.0).reshape(3, 4)
+    host = np.arange(12.0).reshape(3, 4)
+    assert isinstance(jnp.sum, Fused)
+    for _ in range(2):
+        np.testing.assert_allclose(x.sum(), host.sum())
+        np.testing.assert_allclose(x.mean(), host.mean())
+        np.testing.assert_allclose(jnp.var(x), host.var(), rtol=1e-6)
+        assert int(jnp.argmax(x)) == 11
+        # Non-array positional parameters and keywords: the plain call.
+        np.testing.assert_allclose(x.sum(0), host.sum(0))
+        np.testing.assert_allclose(jnp.sum(x, axis=1, keepdims=True), host.sum(1, keepdims=True))
+        np.testing.assert_allclose(jnp.std(x, 0), host.std(0), rtol=1e-6)
+    before = compile_count()
+    x.sum(), x.mean(), x.sum(0)
+    assert compile_count() == before
