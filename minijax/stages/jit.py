@@ -181,8 +181,9 @@ class _PyDispatchBase:
 
     Positional device arrays (and Python scalars with a device constant) whose avals
     (interned, so compared by id) were seen before, at top level outside any
-    metadata context, run directly; anything else goes to ``Wrapped._call``. ``_speedups.DispatchBase`` is the same in C and is
-    used instead when the extension is built.
+    metadata context, run directly; anything else goes to ``Wrapped._call``.
+    ``_speedups.DispatchBase`` is the same in C and is used instead when the
+    extension is built.
     """
 
     __slots__ = ()
