@@ -21,6 +21,7 @@ from minijax.numpy._promote import (
     result_type_of,
 )
 from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
+from minijax.stages.eager import fused  # one jitted program when called eagerly
 
 
 def _result_dtype(preferred_element_type, *args) -> tuple[np.dtype, bool]:
@@ -52,6 +53,7 @@ def _conj(x):
     return lax.sub(x, lax.mul(im, np.asarray(2j, dt)))
 
 
+@fused(max_args=2)
 def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy's ``dot``: scalar product, vector/matrix products, and for N-D arrays a sum
     over the last axis of ``a`` and the second-to-last of ``b``."""
@@ -68,6 +70,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return _dot_general(a, b, (contract, ((), ())), precision, dtype, weak)
 
 
+@fused(max_args=2)
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """NumPy's ``matmul`` (the ``@`` operator): batched matrix product; leading (batch)
     dimensions broadcast, 1-D operands act as a row/column vector."""
@@ -108,6 +111,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return out
 
 
+@fused(max_args=2)
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays, conjugating ``a`` when complex."""
     a = _check_arraylike("vdot", a)
@@ -149,6 +153,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return _dot_general(a, b, (contract, ((), ())), precision, dtype, weak)
 
 
+@fused(max_args=2)
 def inner(a, b, *, precision=None, preferred_element_type=None):
     """Sum over the last axes of ``a`` and ``b`` (a product when either is a scalar)."""
     a = _check_arraylike("inner", a)
@@ -159,6 +164,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
                      preferred_element_type=preferred_element_type)
 
 
+@fused(max_args=2)
 def outer(a, b, out=None):
     """Outer product of the flattened arrays: shape ``(a.size, b.size)``."""
     if out is not None:

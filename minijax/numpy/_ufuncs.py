@@ -364,6 +364,7 @@ def full_like_bool(x, value: bool):
     return lax.broadcast_in_dim(np.asarray(value), shape, ())
 
 
+@fused
 def where_(cond, x, y):
     """``x`` where ``cond`` else ``y``, with promotion and broadcasting."""
     cond = _to_bool(cond)
@@ -378,6 +379,7 @@ def _broadcast3(c, x, y):
     return [broadcast_to_shape(v, shape) for v in (c, x, y)]
 
 
+@fused
 def clip(x, min=None, max=None):  # noqa: A002
     """Clip to ``[min, max]`` (either may be None)."""
     if min is not None:

@@ -131,3 +131,19 @@ def test_reductions_called_eagerly():
     before = compile_count()
     x.sum(), x.mean(), x.sum(0)
     assert compile_count() == before
+
+
+def test_linear_algebra_where_and_clip_called_eagerly():
+    host = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    x = jnp.asarray(host)
+    for fn in (jnp.matmul, jnp.dot, jnp.outer, jnp.inner, jnp.vdot, jnp.where, jnp.clip):
+        assert isinstance(fn, Fused) or fn is jnp.where
+    for _ in range(2):
+        np.testing.assert_allclose(x @ x.T, host @ host.T, rtol=1e-6)
+        np.testing.assert_allclose(jnp.dot(x, x.T), host @ host.T, rtol=1e-6)
+        np.testing.assert_allclose(jnp.outer(x[0], x[1]), np.outer(host[0], host[1]), rtol=1e-6)
+        np.testing.assert_allclose(jnp.where(x > 0, x, 0.0), np.where(host > 0, host, 0))
+        np.testing.assert_allclose(jnp.clip(x, -0.5, 0.5), np.clip(host, -0.5, 0.5))
+        np.testing.assert_allclose(jnp.clip(x, None, 0.5), np.clip(host, None, 0.5))
+        np.testing.assert_allclose(jnp.matmul(x, x.T, precision="highest"), host @ host.T,
+                                   rtol=1e-6)  # keyword: the plain call
