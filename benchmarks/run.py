@@ -305,6 +305,39 @@ def eager_sin(lib: Lib) -> PerCall:
     return PerCall(lambda: sin(x))
 
 
+@benchmark("eager_scalar_mul", "us")
+def eager_scalar_mul(lib: Lib) -> PerCall:
+    """Eager x * 2.0 (a Python scalar operand) on a device f32[8]."""
+    x = lib.put(np.linspace(0, 1, 8, dtype=np.float32))
+    lib.block(x * 2.0)
+    return PerCall(lambda: x * 2.0)
+
+
+@benchmark("eager_sum", "us")
+def eager_sum(lib: Lib) -> PerCall:
+    """Eager x.sum() on a device f32[8, 8]."""
+    x = lib.put(np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8))
+    lib.block(x.sum())
+    return PerCall(lambda: x.sum())
+
+
+@benchmark("eager_matmul", "us")
+def eager_matmul(lib: Lib) -> PerCall:
+    """Eager x @ x on a device f32[8, 8]."""
+    x = lib.put(np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8))
+    lib.block(x @ x)
+    return PerCall(lambda: x @ x)
+
+
+@benchmark("jit_call_scalar", "us")
+def jit_call_scalar(lib: Lib) -> PerCall:
+    """Cached jit call with a device f32[8] and a Python float."""
+    f = lib.mod.jit(lambda a, b: a * b + 1.0)
+    a = lib.put(np.arange(8, dtype=np.float32))
+    lib.block(f(a, 2.0))
+    return PerCall(lambda: f(a, 2.0))
+
+
 @benchmark("mlp_lower", "s")
 def mlp_lower(lib: Lib) -> OneShot:
     """jit(mlp).lower(params, x), 200 layers 64x64 tanh, fresh function + jit per repeat."""
