@@ -4,8 +4,9 @@ The call path at top level, for a function without static or donated arguments:
 
 1. *Positional device arrays*: the key is the tuple of the ids of the arguments'
    avals (runtime avals are interned, so ids identify them); a hit runs a closure
-   that executes and builds the outputs. No pytree flattening. This step is C
-   (``runtime/_speedups.c``, DispatchBase) when the extension is built.
+   that executes and builds the outputs. No pytree flattening. Python scalars
+   take this path too, through cached device constants. This step is
+   ``stages/dispatch.py`` (C when the extension is built).
 2. *Any pytree*: flatten ``(args, kwargs)`` with the C++ pytree, key on the tree
    and the leaves' avals.
 3. *Miss* (or static/donated arguments, or an XLA metadata context): the full
@@ -34,12 +35,11 @@ from minijax.core.jaxpr import EMPTY_CTX, ClosedJaxpr
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
-from minijax.runtime._native import speedups
 from minijax.runtime.array import Array, intern_aval
-from minijax.runtime.transfer import (CONSTANTS, PY_SCALAR_TYPES, constant_key, device_put,
-                                      scalar_constant)
+from minijax.runtime.transfer import device_put
 from minijax.stages.common import (abstractify, arg_names_from_paths, fun_name, module_name,
                                    raise_if_deleted, result_names)
+from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
                                      normalize_options, warn_unused_donations)
 from minijax.stages.jit_primitive import jit_p
@@ -176,73 +176,7 @@ for _flag in config.trace_key_names():
     config.on_change(_flag, _drop_fast_entries)
 
 
-class _PyDispatchBase:
-    """The dispatch hot path of ``Wrapped.__call__``, in Python.
-
-    Positional device arrays (and Python scalars with a device constant) whose avals
-    (interned, so compared by id) were seen before, at top level outside any
-    metadata context, run directly; anything else goes to ``Wrapped._call``.
-    ``_speedups.DispatchBase`` is the same in C and is used instead when the
-    extension is built.
-    """
-
-    __slots__ = ()
-    _fast: dict
-
-    def __call__(self, *args, **kwargs):
-        # One and two arguments are unrolled (a comprehension costs a frame).
-        fast = self._fast
-        if fast and not kwargs and _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE:
-            try:
-                n = len(args)
-                if n == 2:
-                    x, y = args
-                    run = fast[id(x.aval), id(y.aval)]
-                    bufs = [x._buf, y._buf]
-                elif n == 1:
-                    x = args[0]
-                    run = fast[id(x.aval),]
-                    bufs = [x._buf]
-                else:
-                    run = fast[tuple([id(x.aval) for x in args])]
-                    bufs = [x._buf for x in args]
-            except AttributeError:  # Python scalars among them, perhaps
-                run, bufs = _lookup_with_scalars(fast, args)
-            except KeyError:  # a new signature
-                run = None
-            if run is not None:
-                try:
-                    return run(bufs)
-                except Exception:
-                    raise_if_deleted(args)
-                    raise
-        return self._call(args, kwargs)  # Wrapped._call
-
-
-def _lookup_with_scalars(fast: dict, args: tuple) -> tuple[Any, list]:
-    """``(run, bufs)`` for Arrays mixed with Python scalars that have a device constant
-    (``transfer.CONSTANTS``), else ``(None, [])``."""
-    ids, bufs = [], []
-    for x in args:
-        if type(x) is Array:
-            ids.append(id(x.aval))
-            bufs.append(x._buf)
-        elif type(x) in PY_SCALAR_TYPES and (c := CONSTANTS.get(constant_key(x))) is not None:
-            ids.append(c[0])
-            bufs.append(c[1])
-        else:
-            return None, []
-    return fast.get(tuple(ids)), bufs
-
-
-if speedups is not None:
-    _DispatchBase: Any = speedups.DispatchBase
-    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, raise_if_deleted, CONSTANTS)
-else:
-    _DispatchBase = _PyDispatchBase
-
-
-class Wrapped(_DispatchBase):
+class Wrapped(DispatchBase):
     """A function ready to be traced, lowered, compiled and called (``jit(f)``)."""
 
     _explains_misses = True  # logs cache misses when minijax_explain_cache_misses is on
@@ -447,9 +381,7 @@ class Wrapped(_DispatchBase):
             self._tree_fast[(entry.in_tree, *ids)] = call.run
             if not kwargs and entry.in_tree == _flat_treedef(len(args)):
                 self._fast[ids] = call.run
-                for x in args:  # Python scalars: device constants for the fast path
-                    if type(x) in PY_SCALAR_TYPES:
-                        scalar_constant(x)
+                make_constants(args)
             _with_fast_entries.add(self)
         try:
             out = call.run(to_buffers(leaves))

@@ -10,6 +10,7 @@ from minijax.lowering import mlir
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.backend import get_backend
 from minijax.stages.common import abstractify, raise_if_deleted
+from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import tree_flatten
 
@@ -152,12 +153,13 @@ class Lowered(_StageInfo):
         return Compiled(entry, exe)
 
 
-class Compiled(_StageInfo):
+class Compiled(_StageInfo, DispatchBase):
     """A compiled executable specialized to argument types; call it like the function.
 
-    Calling it costs what calling the ``jit``-wrapped function costs: positional
-    device arrays of exactly the compiled types go straight to the executable;
-    anything else is flattened and checked first.
+    Calling it costs what calling the ``jit``-wrapped function costs (the same
+    dispatch fast path, ``stages/dispatch.py``): positional device arrays of exactly
+    the compiled types go straight to the executable; anything else is flattened
+    and checked first.
     """
 
     def __init__(self, entry, exe):
@@ -167,7 +169,8 @@ class Compiled(_StageInfo):
         # The fast path: no kwargs, positional leaves only, nothing donated.
         flat = (not entry.has_donation and
                 entry.in_tree == tree_flatten((tuple(range(len(entry.in_avals))), {}))[1])
-        self._flat_ids = tuple(id(intern_aval(a)) for a in entry.in_avals) if flat else None
+        self._fast = {tuple(id(intern_aval(a)) for a in entry.in_avals): self._run} if flat \
+            else {}
 
     @property
     def in_avals(self) -> list:
@@ -206,28 +209,8 @@ class Compiled(_StageInfo):
         """For each ``must_fuse_call`` identifier, the fusions its ops landed in."""
         return fusion_report(self.as_text())
 
-    def __call__(self, *args, **kwargs) -> Any:
-        if not kwargs:
-            # The same hot path as jit's: ids of interned avals (see intern_aval).
-            try:
-                if len(args) == 2:
-                    x, y = args
-                    bufs = [x._buf, y._buf] if (id(x.aval), id(y.aval)) == self._flat_ids \
-                        else None
-                else:
-                    bufs = ([x._buf for x in args]
-                            if tuple([id(x.aval) for x in args]) == self._flat_ids else None)
-            except AttributeError:
-                bufs = None
-            if bufs is not None:
-                try:
-                    return self._run(bufs)
-                except Exception:
-                    raise_if_deleted(args)
-                    raise
-        return self._call_checked(args, kwargs)
-
-    def _call_checked(self, args, kwargs) -> Any:
+    def _call(self, args, kwargs) -> Any:
+        # The full path (DispatchBase.__call__ runs the fast one): check, then run.
         entry = self._entry
         leaves, tree = tree_flatten((args, kwargs))
         if tree != entry.in_tree:
@@ -244,6 +227,8 @@ class Compiled(_StageInfo):
                     f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
                     f"{expected.str_short()} but called with {got.str_short()}")
         from minijax.stages.jit import donation_site, to_buffers
+        if self._fast and not kwargs:
+            make_constants(args)
         try:
             out = self._run(to_buffers(leaves))
         except Exception:

@@ -110,8 +110,9 @@ def test_python_scalar_arguments_take_the_fast_path(monkeypatch):
     monkeypatch.setattr(Wrapped, "_call", lambda self, a, k: slow.append(a) or original(self, a, k))
     np.testing.assert_allclose(f(x, 2.0), [0.5, 1.0, 1.5])
     assert slow == []  # served without Wrapped._call
-    np.testing.assert_allclose(f(x, 4.0), [0.25, 0.5, 0.75])  # new value: its constant is made
-    np.testing.assert_allclose(f(x, 4.0), [0.25, 0.5, 0.75])
+    # A value not seen before (in this process): its constant is made on the full path.
+    np.testing.assert_allclose(f(x, 4.0625), np.arange(1.0, 4.0) / 4.0625, rtol=1e-6)
+    np.testing.assert_allclose(f(x, 4.0625), np.arange(1.0, 4.0) / 4.0625, rtol=1e-6)
     assert len(slow) == 1 and f.trace_count == 1
     np.testing.assert_array_equal(np.asarray(f(x, -0.0)), [-np.inf] * 3)
     np.testing.assert_array_equal(np.asarray(f(x, -0.0)), [-np.inf] * 3)
@@ -129,3 +130,23 @@ def test_scalar_constants_follow_x64(request):
     i64 = jnp.arange(3)
     out = f(i64, 2**40)  # fits int64 now
     assert out.dtype == np.int64 and int(out[0]) == 2**40
+
+
+def test_compiled_call_takes_the_dispatch_fast_path(monkeypatch):
+    from minijax.stages.stages import Compiled
+    f = minijax.jit(lambda a, b: a - b)
+    x = jnp.arange(3.0)
+    compiled = f.lower(x, 1.0).compile()
+    np.testing.assert_array_equal(compiled(x, 1.0), [-1, 0, 1])  # makes the constant
+    full = []
+    original = Compiled._call
+    monkeypatch.setattr(Compiled, "_call",
+                        lambda self, a, k: full.append(a) or original(self, a, k))
+    np.testing.assert_array_equal(compiled(x, 1.0), [-1, 0, 1])
+    np.testing.assert_array_equal(compiled(x, jnp.asarray(1.0)), [-1, 0, 1])  # same weak aval
+    assert full == []
+    host = np.arange(3.0, dtype=np.float32)
+    np.testing.assert_array_equal(compiled(host, 1.0), [-1, 0, 1])  # NumPy: the full path
+    assert len(full) == 1
+    with pytest.raises(TypeError, match="compiled for f32\\[3\\] but called with f32\\[4\\]"):
+        compiled(jnp.arange(4.0), 1.0)
