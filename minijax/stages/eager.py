@@ -52,10 +52,14 @@ def apply_primitive(prim, args, params):
         return _apply_with_scalars(prim, args, params)
     except (KeyError, TypeError):
         return _apply(prim, args, params)
+    return _run(run, bufs, args)
+
+
+def _run(run, bufs: list, args):
     try:
         return run(bufs)
     except Exception:
-        raise_if_deleted(args)
+        raise_if_deleted(args)  # a clearer error for a deleted or misplaced argument
         raise
 
 
@@ -79,11 +83,7 @@ def _apply_with_scalars(prim, args, params):
         run = None
     if run is None:
         return _apply(prim, args, params)
-    try:
-        return run(bufs)
-    except Exception:
-        raise_if_deleted(args)
-        raise
+    return _run(run, bufs, args)
 
 
 def _apply(prim, args, params):
