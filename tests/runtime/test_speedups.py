@@ -24,17 +24,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 needs_speedups = pytest.mark.skipif(speedups is None, reason="C extension not built")
 
 
-def _have_c_compiler() -> bool:
+def _can_build_extensions() -> bool:
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    return shutil.which(cc) is not None
+    headers = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    return shutil.which(cc) is not None and os.path.exists(headers)
 
 
 def test_extension_is_built_when_a_compiler_exists():
     # `pip install -e .` builds it; it may only be missing where nothing can compile it
-    # (or when it is switched off on purpose).
+    # (no C compiler or no Python headers), or when it is switched off on purpose.
     if os.environ.get("MINIJAX_NO_C_EXTENSION", "") not in ("", "0"):
         assert speedups is None
-    elif _have_c_compiler():
+    elif _can_build_extensions():
         assert speedups is not None, (
             "minijax.runtime._speedups is not built; run `pip install -e .` again "
             "(or `python setup.py build_ext --inplace`)")
