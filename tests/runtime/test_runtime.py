@@ -551,3 +551,25 @@ def test_coexists_with_jax_imported_first():
         print("ok")
     """)
     assert out.strip().endswith("ok")
+
+
+def test_executions_do_not_accumulate_python_objects():
+    # jaxlib queues Python objects released on its worker threads until
+    # _jax.collect_garbage(); minijax runs it after each garbage collection, as jax does.
+    # Without that, every call below left one object behind.
+    import gc
+
+    from minijax.runtime.backend import _collect_jaxlib_garbage
+    assert _collect_jaxlib_garbage in gc.callbacks
+    import minijax
+    f = minijax.jit(lambda a, b: a * b + 1.0)
+    x = device_put(np.ones(8, np.float32))
+    for _ in range(1000):
+        f(x, x)
+    gc.collect()
+    before = sys.getallocatedblocks()
+    for _ in range(20000):
+        out = f(x, x)
+    out.block_until_ready()
+    gc.collect()
+    assert sys.getallocatedblocks() - before < 2000
