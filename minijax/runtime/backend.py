@@ -38,9 +38,10 @@ Client = _jax.Client
 
 
 # Python objects whose last reference jaxlib drops on its worker threads (which do not
-# hold the GIL) wait in a queue that only ``_jax.collect_garbage()`` empties. jax calls it after every garbage collection
-# (jax issue #14882); without it a minijax process grew by ~70 bytes per executable
-# call, forever (tests/runtime/test_runtime.py checks that it no longer does).
+# hold the GIL) wait in a queue that only ``_jax.collect_garbage()`` empties. jax calls
+# it after every garbage collection (jax issue #14882); without it a minijax process
+# grew by ~70 bytes per executable call, forever (tests/runtime/test_runtime.py checks
+# that it no longer does).
 def _collect_jaxlib_garbage(phase: str, _info: dict) -> None:
     if phase == "stop":
         _jax.collect_garbage()
