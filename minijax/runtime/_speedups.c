@@ -37,7 +37,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
-#include <math.h>
+#include <math.h>  /* isnan */
 
 typedef struct {
     PyObject_HEAD
@@ -240,8 +240,13 @@ lookup_constant(PyObject *x)
         return NULL;
     }
     PyObject *key;
-    if (t == &PyFloat_Type && PyFloat_AS_DOUBLE(x) == 0.0) {  /* 0.0 vs -0.0 */
-        key = Py_BuildValue("(OOd)", (PyObject *)t, x, copysign(1.0, PyFloat_AS_DOUBLE(x)));
+    double v = t == &PyFloat_Type ? PyFloat_AS_DOUBLE(x) : 1.0;
+    if (v == 0.0 || isnan(v)) {  /* 0.0 vs -0.0, and NaNs: keyed by their 8 bytes */
+        unsigned char bits[8];
+        if (PyFloat_Pack8(v, (char *)bits, 1) < 0) {
+            return NULL;
+        }
+        key = Py_BuildValue("(Oy#)", (PyObject *)t, (const char *)bits, (Py_ssize_t)8);
     } else {
         key = PyTuple_Pack(2, (PyObject *)t, x);
     }
@@ -316,7 +321,7 @@ miss:
 static PyObject *
 DispatchBase_call(DispatchBase *self, PyObject *args, PyObject *kwargs)
 {
-    if (self->fast != NULL && PyDict_GET_SIZE(self->fast) > 0 &&
+    if (self->fast != NULL && PyDict_Check(self->fast) && PyDict_GET_SIZE(self->fast) > 0 &&
             (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0)) {
         int top = at_top_level();
         if (top < 0) {
@@ -330,7 +335,8 @@ DispatchBase_call(DispatchBase *self, PyObject *args, PyObject *kwargs)
                 PyObject *out = PyObject_CallOneArg(run, bufs);
                 Py_DECREF(run);
                 Py_DECREF(bufs);
-                if (out == NULL && dispatch_on_error != NULL) {
+                if (out == NULL && dispatch_on_error != NULL &&
+                        PyErr_ExceptionMatches(PyExc_Exception)) {
                     PyObject *type, *value, *tb;
                     PyErr_Fetch(&type, &value, &tb);
                     PyObject *r = PyObject_CallOneArg(dispatch_on_error, args);

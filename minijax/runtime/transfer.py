@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-import math
+import struct
 from typing import Any
 
 import numpy as np
@@ -127,14 +127,15 @@ _PY_SCALARS = (bool, int, float, complex)
 
 CONSTANTS: dict[tuple, tuple[int, Any]] = {}
 _MAX_CONSTANTS = 4096
+_pack_double = struct.Struct("<d").pack  # the layout PyFloat_Pack8(x, p, le=1) writes
 PY_SCALAR_TYPES = (float, int, bool)
 
 
 def constant_key(x: Any) -> tuple | None:
     """The ``CONSTANTS`` key of a Python bool/int/float or NumPy scalar, else None."""
     t = type(x)
-    if t is float:
-        return (t, x) if x else (t, x, math.copysign(1.0, x))
+    if t is float:  # 0.0 vs -0.0, and NaNs (equal to nothing): keyed by their 8 bytes
+        return (t, x) if x and x == x else (t, _pack_double(x))
     if t is int or t is bool:
         return (t, x)
     if (t is np.ndarray and x.ndim == 0) or isinstance(x, np.generic):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from minijax.config import config
+from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
@@ -144,11 +145,43 @@ class Fused(Wrapped):
             return super()._call(args, kwargs)
         return self._fun(*args, **kwargs)
 
+    def _positional_fast_path_ok(self, in_avals) -> bool:
+        # A weakly typed scalar in the signature is what a Python scalar looks like on
+        # the fast path: only where that gives what the plain call gives.
+        dts = [a.dtype for a in in_avals]
+        for i, a in enumerate(in_avals):
+            if a.weak_type and not a.shape and a.dtype.kind in "iuf":
+                t = float if a.dtype.kind == "f" else int
+                if not _exact_with(t, dts[:i] + dts[i + 1:]):
+                    return False
+        return True
+
 
 def _jittable(args: tuple) -> bool:
+    """Whether a Fused function may be jitted for ``args``: Arrays, and Python scalars
+    that have a device constant and convert exactly (see ``_exact_with``)."""
+    dts = [x.aval.dtype for x in args if type(x) is Array]
     for x in args:
         if type(x) is not Array and (type(x) not in PY_SCALAR_TYPES
-                                     or scalar_constant(x) is None):
+                                     or scalar_constant(x) is None
+                                     or not _exact_with(type(x), dts)):
+            return False
+    return True
+
+
+def _exact_with(t: type, array_dtypes) -> bool:
+    """Whether a Python scalar of type ``t`` that meets arrays of ``array_dtypes`` gives,
+    as a weakly typed device constant (int32/int64, float32/float64) converted on the
+    device, what the plain call gives, which converts the Python value on the host to
+    the dtype it meets: an int must not meet another integer type (the host conversion
+    raises OverflowError for 300 into uint8, the device one wraps), and a float must not
+    meet a float narrower than 32 bits (the device path would round twice)."""
+    if t is bool:
+        return True
+    for dt in array_dtypes:
+        if t is int and dt.kind in "iu" and dt != dtypes.default_int():
+            return False
+        if t is float and dt.kind == "f" and dt.itemsize < 4:
             return False
     return True
 

@@ -379,7 +379,8 @@ class Wrapped(DispatchBase):
         if fast:  # the avals of device arrays will be these (interned) objects
             ids = tuple(id(intern_aval(a)) for a in entry.in_avals)
             self._tree_fast[(entry.in_tree, *ids)] = call.run
-            if not kwargs and entry.in_tree == _flat_treedef(len(args)):
+            if (not kwargs and entry.in_tree == _flat_treedef(len(args))
+                    and self._positional_fast_path_ok(entry.in_avals)):
                 self._fast[ids] = call.run
                 make_constants(args)
             _with_fast_entries.add(self)
@@ -391,6 +392,11 @@ class Wrapped(DispatchBase):
         if entry.has_donation:
             self._mark_donated(entry, leaves)
         return out
+
+    def _positional_fast_path_ok(self, in_avals) -> bool:
+        """Whether calls with these argument types may take the dispatch fast path
+        (where Python scalars meet it as weakly typed constants); subclasses narrow it."""
+        return True
 
     def _compile(self, entry: _Entry, ctx) -> _Call:
         text = self._lower_text(entry, ctx.metadata)

@@ -150,3 +150,25 @@ def test_compiled_call_takes_the_dispatch_fast_path(monkeypatch):
     assert len(full) == 1
     with pytest.raises(TypeError, match="compiled for f32\\[3\\] but called with f32\\[4\\]"):
         compiled(jnp.arange(4.0), 1.0)
+
+
+def test_fast_path_errors_that_are_not_exceptions_pass_through():
+    f = minijax.jit(lambda a: a + 1.0)
+    x = jnp.arange(3.0)
+    f(x)
+    key = next(iter(f._fast))
+
+    def interrupted(bufs):
+        raise KeyboardInterrupt
+    f._fast[key] = interrupted
+    x.delete()  # would otherwise turn the failure into "has been deleted"
+    with pytest.raises(KeyboardInterrupt):
+        f(x)
+
+
+def test_fast_cache_replaced_by_a_non_dict_is_ignored():
+    f = minijax.jit(lambda a: a + 1.0)
+    x = jnp.arange(3.0)
+    f(x)
+    f._fast = None  # the C dispatcher must not read it as a dict
+    np.testing.assert_array_equal(f(x), [1, 2, 3])

@@ -147,3 +147,34 @@ def test_linear_algebra_where_and_clip_called_eagerly():
         np.testing.assert_allclose(jnp.clip(x, None, 0.5), np.clip(host, None, 0.5))
         np.testing.assert_allclose(jnp.matmul(x, x.T, precision="highest"), host @ host.T,
                                    rtol=1e-6)  # keyword: the plain call
+
+
+def test_python_scalars_convert_as_on_the_plain_path():
+    # An int meeting another integer type is range-checked on the host (jit of the same
+    # code raises too), never wrapped on the device; a float meeting float16 is rounded
+    # once. Fast-path entries must not let those through later either.
+    xu8 = jnp.asarray(np.array([1, 2], np.uint8))
+    np.testing.assert_array_equal(xu8 + 3, [4, 5])
+    for _ in range(2):
+        with pytest.raises(OverflowError, match="300"):
+            xu8 + 300
+        with pytest.raises(OverflowError, match="257"):
+            xu8 == 257  # noqa: B015
+        with pytest.raises(OverflowError):
+            jnp.where(xu8 > 1, xu8, 300)
+    assert (xu8 + jnp.asarray(3)).dtype == np.uint8  # a weak int array is fine
+    x16 = jnp.asarray(np.ones(2, np.float16))
+    v = 1 + 2**-11 + 2**-40  # rounds up to 1 + 2**-10 in float16, down in two steps
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(x16 * v), np.ones(2, np.float16) * v)
+        np.testing.assert_array_equal(np.asarray(x16 * v), np.full(2, 1 + 2**-10, np.float16))
+
+
+def test_nan_scalars_share_one_constant():
+    from minijax.runtime import transfer
+    x = jnp.arange(3.0)
+    x * float("nan")
+    n = len(transfer.CONSTANTS)
+    for _ in range(20):
+        assert np.isnan(np.asarray(x * float("nan"))).all()
+    assert len(transfer.CONSTANTS) == n
