@@ -166,7 +166,7 @@ def floor_divide(x, y, /):
         r = lax.rem(x, y)
         zero = convert(0, dt)
         fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-        return lax.select(fix, lax.sub(q, convert(1, dt)), q)
+        return lax.select(fix, lax.sub(q, convert(1, dt, weak_type=True)), q)
     return lax.floor(lax.div(x, y))
 
 

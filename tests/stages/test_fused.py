@@ -178,3 +178,10 @@ def test_nan_scalars_share_one_constant():
     for _ in range(20):
         assert np.isnan(np.asarray(x * float("nan"))).all()
     assert len(transfer.CONSTANTS) == n
+
+
+def test_floor_divide_of_python_ints_keeps_the_weak_type_like_jax():
+    import jax.numpy as jjnp
+    for a, b in [(7, -2), (-7, 2), (6, 3)]:
+        ours, theirs = jnp.floor_divide(a, b), jjnp.floor_divide(a, b)
+        assert int(ours) == int(theirs) and ours.weak_type == theirs.weak_type
