@@ -124,10 +124,10 @@ class Fused(Wrapped):
     function of several primitives (``jnp.remainder``, ``jnp.var``) is one executable
     rather than one per primitive. ``max_args`` is how many leading positional
     parameters are arrays: a call with more, with keywords, under a trace, in an
-    XLA metadata context or with other argument types (NumPy arrays, a Python int
-    too big for its dtype) is a plain call of the function, so jaxprs and lowered
-    modules hold its primitives exactly as before, and errors come from the same
-    places.
+    XLA metadata context or with other argument types (NumPy arrays, a Python
+    scalar that would convert differently on the device, see ``_exact_with``) is a
+    plain call of the function, so jaxprs and lowered modules hold its primitives
+    exactly as before, and errors come from the same places.
     """
 
     _explains_misses = False  # internal: not reported by minijax_explain_cache_misses
