@@ -281,16 +281,27 @@ class Array(_ArrayBase):
 
 _new = object.__new__
 
-# One ShapedArray object per distinct type among runtime arrays: the avals of
-# transferred arrays and of the outputs of executables compiled by the stages come
-# from here. The table is never cleared, so an interned aval lives as long as the
-# process and its ``id`` is a safe dictionary key: jit's dispatch path keys on the
-# ids of its arguments' avals (ints hash in C; ShapedArray's hash is Python code).
+# One ShapedArray object per distinct type and device among runtime arrays: the avals
+# of transferred arrays and of the outputs of executables come from here. The tables
+# are never cleared, so an interned aval lives as long as the process and its ``id``
+# is a safe dictionary key: the dispatch paths key on the ids of their arguments'
+# avals (ints hash in C; ShapedArray's hash is Python code). Arrays on a device other
+# than the default one get their own (equal, but distinct) objects, so those ids also
+# tell which device an array is on, at no cost.
 _interned: dict[ShapedArray, ShapedArray] = {}
+_interned_elsewhere: dict[tuple[ShapedArray, Any], ShapedArray] = {}
 
 
-def intern_aval(aval: ShapedArray) -> ShapedArray:
-    """The canonical, immortal object equal to ``aval``."""
+def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
+    """The canonical, immortal object equal to ``aval`` for arrays on ``device``
+    (the default device if None)."""
+    if device is not None and device != _backend.get_backend().default_device:
+        key = (aval, device)
+        a = _interned_elsewhere.get(key)
+        if a is None:
+            a = _interned_elsewhere.setdefault(
+                key, ShapedArray(aval.shape, aval.dtype, aval.weak_type))
+        return a
     a = _interned.get(aval)
     if a is None:
         a = _interned.setdefault(aval, aval)

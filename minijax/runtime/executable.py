@@ -27,7 +27,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
-from minijax.runtime.array import Array, _wrap
+from minijax.runtime.array import Array, _wrap, intern_aval
 
 __all__ = ["Executable", "MemoryAnalysis", "compile", "compile_count", "default_compile_options",
            "deserialize", "DeserializationError"]
@@ -98,7 +98,6 @@ class Executable:
     def __init__(self, loaded: _jax.LoadedExecutable, out_avals: Sequence[ShapedArray],
                  backend: _backend.Backend, donated: Sequence[int] = ()):
         self.loaded = loaded
-        self.out_avals = list(out_avals)
         self.backend = backend
         self.donated = tuple(donated)
         self._code_size: int | None = None  # known generated-code size (deserialized)
@@ -106,6 +105,8 @@ class Executable:
         if len(devices) != 1:
             raise NotImplementedError(
                 f"minijax runs single-device executables only; got {len(devices)} devices")
+        # The outputs' avals are the interned ones of this device (see intern_aval).
+        self.out_avals = [intern_aval(a, devices[0]) for a in out_avals]
         sharding = _backend.sharding_for(devices[0])
         # float0 outputs (tangents of integers) are computed as bool zeros, as jax lowers
         # them, and handed back as NumPy float0 arrays.

@@ -21,7 +21,7 @@ from jaxlib import _jax, xla_client
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
-from minijax.runtime.array import Array, _wrap
+from minijax.runtime.array import Array, _wrap, intern_aval
 
 __all__ = ["ReplicatedExecutable", "compile_replicated", "replicated_compile_options"]
 
@@ -74,7 +74,8 @@ class ReplicatedExecutable:
                                          [a._buf for a in shards], True, _skip_checks=True))
         results = self.loaded.execute_sharded(arrays)
         outs = results.disassemble_into_single_device_arrays()
-        return [[_wrap(b, aval) for b in bufs] for bufs, aval in zip(outs, self.out_avals)]
+        return [[_wrap(b, intern_aval(aval, d)) for b, d in zip(bufs, self.devices)]
+                for bufs, aval in zip(outs, self.out_avals)]
 
     def hlo_text(self) -> str:
         """The optimized HLO module, as text."""

@@ -46,13 +46,13 @@ def _canonical(dt: np.dtype, x64: bool) -> np.dtype:
     return out
 
 
-def _aval(shape: tuple, dt: np.dtype, weak: bool) -> ShapedArray:
-    key = (shape, dt, weak)
+def _aval(shape: tuple, dt: np.dtype, weak: bool, device) -> ShapedArray:
+    key = (shape, dt, weak, device)
     a = _aval_cache.get(key)
     if a is None:
         if len(_aval_cache) > 4096:
             _aval_cache.clear()
-        a = _aval_cache[key] = intern_aval(ShapedArray(shape, dt, weak))
+        a = _aval_cache[key] = intern_aval(ShapedArray(shape, dt, weak), device)
     return a
 
 
@@ -84,9 +84,9 @@ def put_numpy(x: np.ndarray, weak_type: bool = False, device=None, *,
     if dt.kind == "V" and dt == dtypes.float0:
         x = np.zeros(x.shape, np.bool_)
         cdt, owned = x.dtype, True
-    aval = _aval(x.shape, cdt, weak_type)
     committed = device is not None
     device, s = _target(device)
+    aval = _aval(x.shape, cdt, weak_type, device)
     buf = _batched_device_put(aval, s, [x], [device], committed, False,
                               _ZERO_COPY if owned else _COPY, x64)
     return _wrap(buf, aval)
@@ -218,15 +218,15 @@ def _copy_array(x: Array, device) -> Array:
                                   config.enable_x64)
     except Exception:  # noqa: BLE001 - e.g. across clients: go through the host
         return put_numpy(np.array(to_numpy(x)), x.aval.weak_type, device, owned=True)
-    return _wrap(out, x.aval)
+    return _wrap(out, intern_aval(x.aval, device))
 
 
 def _put_rows(x: Array) -> list[Array]:
     """The rows of ``x`` (along axis 0) as Arrays on the same device."""
     host = to_numpy(x)
     aval = x.aval
-    row = _aval(aval.shape[1:], aval.dtype, aval.weak_type)
     device = x._buf._sharding._device
+    row = _aval(aval.shape[1:], aval.dtype, aval.weak_type, device)
     s = _sharding_for(device)
     x64 = config.enable_x64
     return [_wrap(_batched_device_put(row, s, [host[i]], [device], True, False, _COPY, x64), row)

@@ -82,20 +82,52 @@ def is_tracer(x: Any) -> bool:
     return isinstance(x, Tracer)
 
 
+def call_device(args: Sequence[Any]):
+    """The device a jitted or eager computation on ``args`` runs on: the one device
+    other than the default that holds Array arguments, or None for the default device.
+
+    Arrays on the default device go where the computation runs (like jax's uncommitted
+    arrays; constants and cotangent seeds are made there); Arrays on two different
+    non-default devices are a ValueError, as jax refuses arguments committed to
+    different devices.
+    """
+    from minijax.runtime.backend import default_device
+    home = default_device()
+    device = None
+    for x in args:
+        if type(x) is Array:
+            d = x.device  # RuntimeError for a deleted array
+            if d == home or d == device:
+                continue
+            if device is not None:
+                raise ValueError(
+                    f"arguments are on different devices ({device} and {d}, the latter "
+                    f"{x.aval.str_short()}); move them to one device with "
+                    f"minijax.device_put(x, device) first")
+            device = d
+    return device
+
+
 def raise_if_deleted(args: Sequence[Any]) -> None:
     """After a failed execution: a ``RuntimeError`` saying which argument was deleted
     (or donated, and where), if one was; otherwise nothing (the caller re-raises)."""
     for x in args:
         if type(x) is Array and x._buf.is_deleted():
             raise RuntimeError(x._deleted_message()) from None
-    # Executables run on the default device; an argument committed elsewhere fails in XLA
-    # with "Buffer ... is on device cpu:1": say what to do instead.
+    check_on_default_device(args)
+
+
+def check_on_default_device(args: Sequence[Any]) -> None:
+    """For executables compiled for the default device (Compiled objects): a clear
+    ValueError for an Array argument held elsewhere (XLA would fail with "Buffer ...
+    is on device cpu:1")."""
     from minijax.runtime.backend import default_device
     home = default_device()
     for i, x in enumerate(args):
         if type(x) is Array and x.device != home:
             raise ValueError(
-                f"argument {i} ({x.aval.str_short()}) is on device {x.device}, but minijax runs "
-                f"jit and eager operations on the default device {home}. Move it with "
-                f"minijax.device_put(x, minijax.devices()[0]), or use pmap to run on several "
-                f"devices.") from None
+                f"argument {i} ({x.aval.str_short()}) is on device {x.device}, but this "
+                f"executable was compiled for the default device {home} (where "
+                f"Lowered.compile() compiles). Move the argument with minijax.device_put(x, "
+                f"minijax.devices()[0]), or call the jit-wrapped function, which runs on its "
+                f"arguments' device.") from None

@@ -43,16 +43,18 @@ def normalize_options(compiler_options: Mapping[str, Any] | Options | None) -> O
 def compile_module(text: str, out_avals: Sequence[ShapedArray],
                    compiler_options: Mapping[str, Any] | Options | None = None,
                    num_args: int | None = None, *, donated: Sequence[int] = (),
-                   name: str | None = None) -> _rt_exe.Executable:
-    """Compile StableHLO text for the default device (or load it from the disk cache).
+                   name: str | None = None, device=None) -> _rt_exe.Executable:
+    """Compile StableHLO text for ``device`` (the default device if None), or load it
+    from the disk cache.
 
     ``donated``: indices of the parameters aliased to outputs (marked
     ``tf.aliasing_output`` in the text); the runtime marks them when they are reused.
     """
     options = normalize_options(compiler_options)
     backend = get_backend()
-    device = backend.default_device
-    out_avals = [intern_aval(a) for a in out_avals]
+    if device is None:
+        device = backend.default_device
+    out_avals = [intern_aval(a, device) for a in out_avals]
     key = None
     if _disk.cache_dir() is not None:
         key = cache_key(text, options, num_args, len(out_avals), backend, device)

@@ -8,7 +8,7 @@ from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
-from minijax.stages.common import abstractify, raise_if_deleted
+from minijax.stages.common import abstractify, call_device, raise_if_deleted
 from minijax.stages.jit import Wrapped, compile_module, to_buffers
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
@@ -30,7 +30,7 @@ for _flag in config.trace_key_names():
     config.on_change(_flag, _drop_fast)
 
 
-def _build(prim, avals, params):
+def _build(prim, avals, params, device=None):
     invars = [Var(a) for a in avals]
     try:
         out_avals = prim.abstract_eval(*avals, **params)
@@ -42,7 +42,7 @@ def _build(prim, avals, params):
     eqn = JaxprEqn(prim, invars, outvars, params)
     closed = ClosedJaxpr(Jaxpr([], invars, outvars, [eqn]), [])
     text = lower_module(closed, module_name=f"jit_{prim.name}", name_prefix=f"jit({prim.name})")
-    return compile_module(text, out_list, name=prim.name)
+    return compile_module(text, out_list, name=prim.name, device=device)
 
 
 def apply_primitive(prim, args, params):
@@ -89,20 +89,21 @@ def _apply_with_scalars(prim, args, params):
 
 def _apply(prim, args, params):
     avals = tuple(abstractify(x) for x in args)
+    device = call_device(args)  # None: the default device
     try:
-        key = (prim, avals, tuple(params.items()), config.trace_key)
+        key = (prim, avals, tuple(params.items()), config.trace_key, device)
         exe = _cache.get(key)
     except TypeError:  # unhashable params: compile without caching
         key, exe = None, None
     if exe is None:
-        exe = _build(prim, avals, params)
+        exe = _build(prim, avals, params, device)
         if key is not None:
             _cache[key] = exe
-            ids = tuple(id(intern_aval(a)) for a in avals)
+            ids = tuple(id(intern_aval(a, device)) for a in avals)
             _fast[(prim, ids, *params.items())] = exe.runner(
                 None if prim.multiple_results else _LEAF)
     try:
-        outs = exe.execute(to_buffers(args))
+        outs = exe.execute(to_buffers(args, device))
     except Exception:
         raise_if_deleted(args)
         raise

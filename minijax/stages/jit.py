@@ -37,8 +37,8 @@ from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tr
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.transfer import device_put
-from minijax.stages.common import (abstractify, arg_names_from_paths, fun_name, module_name,
-                                   raise_if_deleted, result_names)
+from minijax.stages.common import (abstractify, arg_names_from_paths, call_device, fun_name,
+                                   module_name, raise_if_deleted, result_names)
 from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
                                      normalize_options, warn_unused_donations)
@@ -58,8 +58,13 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, name: str):
     return compile_module(text, closed.out_avals, num_args=len(closed.in_avals), name=name)
 
 
-def to_buffers(args: Iterable[Any]) -> list:
-    return [x._buf if type(x) is Array else device_put(x)._buf for x in args]
+def to_buffers(args: Iterable[Any], device=None) -> list:
+    """Device buffers for ``args`` on ``device`` (None: the default device, where
+    Arrays are used as they are); other values, and Arrays elsewhere, are put there."""
+    if device is None:
+        return [x._buf if type(x) is Array else device_put(x)._buf for x in args]
+    return [x._buf if type(x) is Array and x.device == device else device_put(x, device)._buf
+            for x in args]
 
 
 def execute(exe, args: Sequence[Any]) -> list[Array]:
@@ -116,7 +121,7 @@ class _Entry:
         self.arg_names = arg_names
         self.out_paths = out_paths
         self.hoisted = hoisted
-        self.calls: dict = {}  # EqnContext -> _Call
+        self.calls: dict = {}  # (EqnContext, device or None for the default) -> _Call
         self.name = name
         self.donated = tuple(donated)
         self.has_donation = any(self.donated)
@@ -373,19 +378,21 @@ class Wrapped(DispatchBase):
                     raise_if_deleted(leaves)
                     raise
         entry, leaves = self._entry(args, kwargs)
-        call = entry.calls.get(ctx)
+        device = call_device(leaves)  # None: the default device
+        call = entry.calls.get((ctx, device))
         if call is None:
-            call = entry.calls[ctx] = self._compile(entry, ctx)
+            call = entry.calls[ctx, device] = self._compile(entry, ctx, device)
         if fast:  # the avals of device arrays will be these (interned) objects
-            ids = tuple(id(intern_aval(a)) for a in entry.in_avals)
+            ids = tuple(id(intern_aval(a, device)) for a in entry.in_avals)
             self._tree_fast[(entry.in_tree, *ids)] = call.run
             if (not kwargs and entry.in_tree == _flat_treedef(len(args))
                     and self._positional_fast_path_ok(entry.in_avals)):
                 self._fast[ids] = call.run
-                make_constants(args)
+                if device is None:  # scalar constants live on the default device
+                    make_constants(args)
             _with_fast_entries.add(self)
         try:
-            out = call.run(to_buffers(leaves))
+            out = call.run(to_buffers(leaves, device))
         except Exception:
             raise_if_deleted(leaves)
             raise
@@ -398,10 +405,11 @@ class Wrapped(DispatchBase):
         (where Python scalars meet it as weakly typed constants); subclasses narrow it."""
         return True
 
-    def _compile(self, entry: _Entry, ctx) -> _Call:
+    def _compile(self, entry: _Entry, ctx, device=None) -> _Call:
         text = self._lower_text(entry, ctx.metadata)
         exe = compile_module(text, entry.out_avals, self._compiler_options,
-                             len(entry.in_avals), donated=entry.aliased_inputs, name=self._name)
+                             len(entry.in_avals), donated=entry.aliased_inputs, name=self._name,
+                             device=device)
         if "mhlo.frontend_attributes" in text:
             from minijax.stages.stages import check_compiled_metadata
             check_compiled_metadata(text, exe)

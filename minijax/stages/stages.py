@@ -9,7 +9,7 @@ from minijax.core.trace import Tracer
 from minijax.lowering import mlir
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.backend import get_backend
-from minijax.stages.common import abstractify, raise_if_deleted
+from minijax.stages.common import abstractify, check_on_default_device, raise_if_deleted
 from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import tree_flatten
@@ -226,6 +226,7 @@ class Compiled(_StageInfo, DispatchBase):
                 raise TypeError(
                     f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
                     f"{expected.str_short()} but called with {got.str_short()}")
+        check_on_default_device(leaves)
         from minijax.stages.jit import donation_site, to_buffers
         if self._fast and not kwargs:
             make_constants(args)

@@ -170,20 +170,46 @@ def test_eval_shape():
     assert out[0].shape == (2, 3) and out[1].dtype == np.float32
 
 
-def test_argument_on_another_device_gets_a_clear_error():
+_ON_DEVICE = """
+import numpy as np, minijax, minijax.numpy as jnp
+from minijax.runtime.executable import compile_count
+d0, d1, d2 = minijax.devices()[:3]
+f = minijax.jit(lambda a, b: a * b + 1.0)
+z = jnp.arange(4.0)
+assert f(z, z).device == d0                   # the default device first: same avals
+x = minijax.device_put(np.arange(4.0, dtype=np.float32), d1)
+y = minijax.device_put(np.full(4, 2.0, np.float32), d1)
+before = compile_count()
+for _ in range(3):
+    out = f(x, y)                             # runs on the arguments' device
+    assert out.device == d1 and np.asarray(out).tolist() == [1, 3, 5, 7]
+assert compile_count() == before + 1 and f.trace_count == 1   # one more executable
+assert f(x, 2.0).device == d1 and f(x, 2.0).tolist() == [1, 3, 5, 7]
+assert f(x, z).device == d1                   # default-device arrays follow
+for out in (x * 2.0, jnp.sin(x), x.sum(), x + y, x[1:3], x @ y, list(x)[0],
+            minijax.grad(lambda a: (a * a).sum())(x), minijax.vmap(lambda a: a * 2)(x)):
+    assert out.device == d1, out
+np.testing.assert_allclose(minijax.grad(lambda a: (a * a).sum())(x), 2 * np.arange(4.0))
+w = minijax.device_put(x, d2)
+try:
+    f(x, w)
+except ValueError as e:
+    print("ValueError:", e)
+try:
+    f.lower(z, z).compile()(x, y)
+except ValueError as e:
+    print("ValueError:", e)
+"""
+
+
+def test_computations_run_on_their_arguments_device():
     import subprocess
     import sys
-    code = (
-        "import numpy as np, minijax, minijax.numpy as jnp\n"
-        "x = minijax.device_put(np.ones(3, np.float32), minijax.devices()[1])\n"
-        "for f in (lambda: minijax.jit(lambda v: v * 2)(x), lambda: jnp.sin(x)):\n"
-        "    try:\n"
-        "        f()\n"
-        "    except ValueError as e:\n"
-        "        print('ValueError:', e)\n")
-    env = {**__import__("os").environ, "MINIJAX_NUM_CPU_DEVICES": "2"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, timeout=120)
+    env = {**__import__("os").environ, "MINIJAX_NUM_CPU_DEVICES": "3"}
+    out = subprocess.run([sys.executable, "-c", _ON_DEVICE], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("ValueError")]
     assert len(lines) == 2, out.stdout + out.stderr
-    assert all("is on device cpu:1" in ln and "device_put" in ln for ln in lines)
+    assert "different devices (cpu:1 and cpu:2" in lines[0] and "device_put" in lines[0]
+    assert "is on device cpu:1" in lines[1] and "compiled for the default device" in lines[1]
