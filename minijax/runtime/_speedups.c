@@ -31,7 +31,7 @@
  * in ``self._fast`` by the tuple of ``id(arg.aval)`` and call it with the list of
  * the arguments' ``_buf``. Anything else, and any miss, calls ``self._call(args,
  * kwargs)``. When the run function raises, ``on_error(args)`` may raise a clearer
- * error (a deleted or misplaced argument); otherwise the original propagates.
+ * error (a deleted or donated argument); otherwise the original propagates.
  * This is exactly minijax.stages.jit.PyDispatchBase.__call__, in C.
  */
 #define PY_SSIZE_T_CLEAN

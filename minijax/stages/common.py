@@ -114,7 +114,6 @@ def raise_if_deleted(args: Sequence[Any]) -> None:
     for x in args:
         if type(x) is Array and x._buf.is_deleted():
             raise RuntimeError(x._deleted_message()) from None
-    check_on_default_device(args)
 
 
 def check_on_default_device(args: Sequence[Any]) -> None:

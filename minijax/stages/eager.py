@@ -60,7 +60,7 @@ def _run(run, bufs: list, args):
     try:
         return run(bufs)
     except Exception:
-        raise_if_deleted(args)  # a clearer error for a deleted or misplaced argument
+        raise_if_deleted(args)  # a clearer error for a deleted or donated argument
         raise
 
 

@@ -53,9 +53,10 @@ __all__ = ["Wrapped", "compile_closed_jaxpr", "compile_module", "execute", "jit"
 
 # ---- compiling and running ------------------------------------------------------------
 
-def compile_closed_jaxpr(closed: ClosedJaxpr, name: str):
+def compile_closed_jaxpr(closed: ClosedJaxpr, name: str, device=None):
     text = lower_module(closed, module_name=module_name(name), name_prefix=f"jit({name})")
-    return compile_module(text, closed.out_avals, num_args=len(closed.in_avals), name=name)
+    return compile_module(text, closed.out_avals, num_args=len(closed.in_avals), name=name,
+                          device=device)
 
 
 def to_buffers(args: Iterable[Any], device=None) -> list:
@@ -67,9 +68,9 @@ def to_buffers(args: Iterable[Any], device=None) -> list:
             for x in args]
 
 
-def execute(exe, args: Sequence[Any]) -> list[Array]:
+def execute(exe, args: Sequence[Any], device=None) -> list[Array]:
     try:
-        return exe.execute(to_buffers(args))
+        return exe.execute(to_buffers(args, device))
     except Exception:
         raise_if_deleted(args)
         raise

@@ -54,17 +54,22 @@ def _loc_name(name: str, call_metadata) -> str:
 jit_p.loc_name = lambda params: _loc_name(params["name"], params.get("call_metadata"))
 
 
-_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {device: exe}
 
 
 @jit_p.def_impl
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False,
         call_metadata=()):
+    from minijax.stages.common import call_device
     from minijax.stages.jit import compile_closed_jaxpr, execute
-    exe = _compiled.get(jaxpr)
+    device = call_device(args)  # None: the default device
+    per_device = _compiled.get(jaxpr)
+    if per_device is None:
+        per_device = _compiled[jaxpr] = {}
+    exe = per_device.get(device)
     if exe is None:
-        exe = _compiled[jaxpr] = compile_closed_jaxpr(jaxpr, name)
-    return execute(exe, args)
+        exe = per_device[device] = compile_closed_jaxpr(jaxpr, name, device)
+    return execute(exe, args, device)
 
 
 # ---- differentiation rules ---------------------------------------------------------------

@@ -190,6 +190,9 @@ for out in (x * 2.0, jnp.sin(x), x.sum(), x + y, x[1:3], x @ y, list(x)[0],
             minijax.grad(lambda a: (a * a).sum())(x), minijax.vmap(lambda a: a * 2)(x)):
     assert out.device == d1, out
 np.testing.assert_allclose(minijax.grad(lambda a: (a * a).sum())(x), 2 * np.arange(4.0))
+h = minijax.jit(lambda a: (jnp.sin(a) * a).sum())
+for out in (minijax.grad(h)(x), minijax.jvp(h, (x,), (x,))[1]):  # jit evaluated eagerly
+    assert out.device == d1, out
 w = minijax.device_put(x, d2)
 try:
     f(x, w)
