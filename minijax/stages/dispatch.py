@@ -20,7 +20,7 @@ from minijax.runtime.array import Array
 from minijax.runtime.transfer import CONSTANTS, PY_SCALAR_TYPES, constant_key, scalar_constant
 from minijax.stages.common import raise_if_deleted
 
-__all__ = ["DispatchBase", "PyDispatchBase", "make_constants"]
+__all__ = ["DispatchBase", "PyDispatchBase", "ids_and_buffers", "make_constants"]
 
 
 class PyDispatchBase:
@@ -67,20 +67,36 @@ def make_constants(args: tuple) -> None:
             scalar_constant(x)
 
 
-def _lookup_with_scalars(fast: dict, args: tuple) -> tuple[Any, list]:
-    """``(run, bufs)`` for Arrays mixed with Python scalars that have a device constant
-    (``transfer.CONSTANTS``), else ``(None, [])``."""
+def ids_and_buffers(args, constant) -> tuple[tuple, list] | None:
+    """The fast-path key part (aval ids) and the buffers of ``args``: Arrays' own, and
+    for other values ``constant(x)``, their device constant's ``(aval id, buffer)``
+    or None when there is none (then the result is None)."""
     ids, bufs = [], []
     for x in args:
         if type(x) is Array:
             ids.append(id(x.aval))
             bufs.append(x._buf)
-        elif type(x) in PY_SCALAR_TYPES and (c := CONSTANTS.get(constant_key(x))) is not None:
+        else:
+            c = constant(x)
+            if c is None:
+                return None
             ids.append(c[0])
             bufs.append(c[1])
-        else:
-            return None, []
-    return fast.get(tuple(ids)), bufs
+    return tuple(ids), bufs
+
+
+def _known_constant(x) -> tuple[int, Any] | None:
+    """The existing device constant of a Python scalar (what the C dispatcher reads)."""
+    return CONSTANTS.get(constant_key(x)) if type(x) in PY_SCALAR_TYPES else None
+
+
+def _lookup_with_scalars(fast: dict, args: tuple) -> tuple[Any, list]:
+    """``(run, bufs)`` for Arrays mixed with Python scalars that have a device constant
+    (``transfer.CONSTANTS``), else ``(None, [])``."""
+    found = ids_and_buffers(args, _known_constant)
+    if found is None:
+        return None, []
+    return fast.get(found[0]), found[1]
 
 
 DispatchBase: Any

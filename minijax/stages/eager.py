@@ -9,6 +9,7 @@ from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.stages.common import abstractify, call_device, raise_if_deleted
+from minijax.stages.dispatch import ids_and_buffers
 from minijax.stages.jit import Wrapped, compile_module, to_buffers
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
@@ -67,19 +68,12 @@ def _run(run, bufs: list, args):
 def _apply_with_scalars(prim, args, params):
     """The fast path for device arrays mixed with Python scalars (``x * 2.0``): the
     scalars' device copies are cached (see ``transfer.scalar_constant``)."""
-    ids, bufs = [], []
-    for x in args:
-        if type(x) is Array:
-            ids.append(id(x.aval))
-            bufs.append(x._buf)
-        else:
-            c = scalar_constant(x)
-            if c is None:
-                return _apply(prim, args, params)
-            ids.append(c[0])
-            bufs.append(c[1])
+    found = ids_and_buffers(args, scalar_constant)
+    if found is None:
+        return _apply(prim, args, params)
+    ids, bufs = found
     try:
-        run = _fast.get((prim, tuple(ids), *params.items()))
+        run = _fast.get((prim, ids, *params.items()))
     except TypeError:  # unhashable params
         run = None
     if run is None:
