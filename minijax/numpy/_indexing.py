@@ -261,6 +261,11 @@ def _try_static_slice(arr, parsed: list[_Idx]):
                and limits == list(shape))
     if not trivial:
         out = lax.slice(out, starts, limits, None if all(s == 1 for s in strides) else strides)
+    return _reverse_squeeze_expand(out, rev_axes, squeeze_axes, newaxis_dims)
+
+
+def _reverse_squeeze_expand(out, rev_axes, squeeze_axes, newaxis_dims):
+    """The end of a basic-indexing result: reversed, integer-indexed and None axes."""
     if rev_axes:
         out = lax.rev(out, rev_axes)
     if squeeze_axes:
@@ -313,13 +318,7 @@ def _try_dynamic_slice(arr, parsed: list[_Idx]):
                   if get_aval(i).dtype == _INDEX_DTYPE else
                   lax.convert_element_type(i, _INDEX_DTYPE) for i in starts]
     out = lax.dynamic_slice(arr, starts, sizes)
-    if rev_axes:
-        out = lax.rev(out, rev_axes)
-    if squeeze_axes:
-        out = lax.squeeze(out, squeeze_axes)
-    if newaxis_dims:
-        out = lax.expand_dims(out, newaxis_dims)
-    return out
+    return _reverse_squeeze_expand(out, rev_axes, squeeze_axes, newaxis_dims)
 
 
 # ---- the gather / scatter indexer ------------------------------------------------------------

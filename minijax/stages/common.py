@@ -82,6 +82,15 @@ def is_tracer(x: Any) -> bool:
     return isinstance(x, Tracer)
 
 
+def as_tuple(x) -> tuple:
+    """``argnums``-style options as a tuple: None is empty, one int or name is one."""
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
 def call_device(args: Sequence[Any]):
     """The device a jitted or eager computation on ``args`` runs on: the one device
     other than the default that holds Array arguments, or None for the default device.

@@ -37,8 +37,8 @@ from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tr
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.transfer import device_put
-from minijax.stages.common import (abstractify, arg_names_from_paths, call_device, fun_name,
-                                   module_name, raise_if_deleted, result_names)
+from minijax.stages.common import (abstractify, arg_names_from_paths, as_tuple, call_device,
+                                   fun_name, module_name, raise_if_deleted, result_names)
 from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
                                      normalize_options, warn_unused_donations)
@@ -150,7 +150,7 @@ def _hashable(fun_nm: str, where: str, value: Any) -> None:
 
 def _resolve(nums, names, positional: list[str]) -> tuple[frozenset[int], frozenset[str]]:
     """Argument numbers and names, each completed with the other (jax's rule)."""
-    nums, names = set(_as_tuple(nums)), set(_as_tuple(names))
+    nums, names = set(as_tuple(nums)), set(as_tuple(names))
     for n in list(names):
         if n in positional:
             nums.add(positional.index(n))
@@ -513,14 +513,6 @@ def _check_outputs(name: str, outs: list, paths: list) -> None:
             f"Function {name} returned a value of type {type(x).__name__} at output "
             f"path result{keystr(p)}, which is not a valid minijax array type "
             f"(return arrays, scalars, or pytrees of them).")
-
-
-def _as_tuple(x) -> tuple:
-    if x is None:
-        return ()
-    if isinstance(x, (int, str)):
-        return (x,)
-    return tuple(x)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),

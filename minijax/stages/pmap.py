@@ -31,18 +31,10 @@ from minijax.lowering.lower import lower_module
 from minijax.runtime.backend import get_backend
 from minijax.runtime.replicated import ReplicatedExecutable, compile_replicated
 from minijax.runtime.transfer import put_numpy
-from minijax.stages.common import abstractify, fun_name, result_names
+from minijax.stages.common import abstractify, as_tuple, fun_name, result_names
 from minijax.tree_util import tree_flatten
 
 __all__ = ["pmap"]
-
-
-def _as_tuple(x) -> tuple:
-    if x is None:
-        return ()
-    if isinstance(x, int):
-        return (x,)
-    return tuple(x)
 
 
 def _flatten_axes(what: str, spec, tree) -> list:
@@ -87,7 +79,7 @@ class Pmapped:
         self._axis_name = axis_name
         self._in_axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         self._out_axes = out_axes
-        self._static = tuple(sorted(set(_as_tuple(static_broadcasted_argnums))))
+        self._static = tuple(sorted(set(as_tuple(static_broadcasted_argnums))))
         self._devices = None if devices is None else tuple(devices)
         self._backend = backend
         self._cache: dict = {}

@@ -24,7 +24,7 @@ from minijax.core.trace import extend_axis_env, gc_paused
 from minijax.lowering import mlir
 from minijax.lowering.lower import lower_module
 from minijax.lowering.types import string_attr
-from minijax.stages.common import fun_name, result_names
+from minijax.stages.common import as_tuple, fun_name, result_names
 from minijax.tree_util import tree_flatten
 
 __all__ = ["XlaComputation", "xla_computation"]
@@ -158,14 +158,6 @@ def _aliases(in_avals, donated: Sequence[bool], out_avals) -> tuple[list[int | N
 
 # ---- the API -----------------------------------------------------------------------------
 
-def _as_tuple(x) -> tuple:
-    if x is None:
-        return ()
-    if isinstance(x, int):
-        return (x,)
-    return tuple(x)
-
-
 def _check_axis_env(axis_env) -> tuple:
     if axis_env is None:
         return ()
@@ -226,8 +218,8 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
     if backend is not None and backend not in _PLATFORMS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {list(_PLATFORMS)}")
     env = _check_axis_env(axis_env)
-    static_nums = _as_tuple(static_argnums)
-    donate_nums = _as_tuple(donate_argnums)
+    static_nums = as_tuple(static_argnums)
+    donate_nums = as_tuple(donate_argnums)
     name = fun_name(fun)
     safe = "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
 
