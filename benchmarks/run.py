@@ -24,8 +24,9 @@ background load on the machine hits both alike.
 
 Adding a benchmark is one more decorated function: the core rows are here, each
 feature area's rows in its own ``bench_<area>.py`` beside this file (imported
-automatically; see ``harness.py``, which holds the machinery). If minijax (or jax) raises, its row shows ``ERROR: <exception>`` and
-the run goes on; ``--traceback`` prints the full traceback.
+automatically; see ``harness.py``, which holds the machinery). If minijax (or jax)
+raises, its row shows ``ERROR: <exception>`` and the run goes on; ``--traceback``
+prints the full traceback.
 
 ``MINIJAX_BENCH_SELFTEST=1`` substitutes jax for minijax, to check the harness:
 every ratio should then be close to 1.

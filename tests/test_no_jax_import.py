@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Exercise the runtime paths where jaxlib's C++ could import jax behind our back
@@ -54,6 +56,7 @@ print("JAX_MODULES", bad)
 """
 
 
+@pytest.mark.slow
 def test_minijax_never_imports_jax():
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_SCRIPT)], check=False,

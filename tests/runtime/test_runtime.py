@@ -156,6 +156,7 @@ def test_x64_state_follows_config():
         config.update("minijax_enable_x64", prev)
 
 
+@pytest.mark.slow
 def test_several_cpu_devices_in_subprocess():
     out = _run_python("""
         import numpy as np
@@ -426,6 +427,7 @@ def test_deleted_array_raises():
         e(x, x)
 
 
+@pytest.mark.slow
 def test_delete_while_host_views_are_alive_is_safe():
     # jaxlib aborts the process if an exported array is deleted while a DLPack
     # capsule lives; run in a subprocess so a regression cannot kill pytest.
@@ -538,6 +540,7 @@ def test_compile_error_is_reported():
         compile("module { this is not mlir }")
 
 
+@pytest.mark.slow
 def test_coexists_with_jax_imported_first():
     out = _run_python("""
         import jax, jax.numpy as jnp

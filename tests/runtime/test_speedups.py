@@ -156,6 +156,7 @@ def test_dispatch_deleted_argument_gets_clear_error():
         f(a)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("MINIJAX_NO_C_EXTENSION", "") not in ("", "0"),
                     reason="already running without the extension")
 def test_pure_python_fallback_passes_the_runtime_and_dispatch_tests():

@@ -48,6 +48,7 @@ def _entries(d):
     return sorted(p for p in os.listdir(d) if p.endswith(".xla"))
 
 
+@pytest.mark.slow
 def test_second_process_compiles_nothing_and_damage_is_repaired(tmp_path):
     assert _run(tmp_path) == 2  # f and g
     entries = _entries(tmp_path)
@@ -63,6 +64,7 @@ def test_second_process_compiles_nothing_and_damage_is_repaired(tmp_path):
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_concurrent_writers(tmp_path):
     procs = [_run(tmp_path, wait=False) for _ in range(3)]
     assert all(_finish(p) <= 2 for p in procs)

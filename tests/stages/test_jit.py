@@ -205,6 +205,7 @@ except ValueError as e:
 """
 
 
+@pytest.mark.slow
 def test_computations_run_on_their_arguments_device():
     import subprocess
     import sys

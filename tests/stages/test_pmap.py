@@ -177,10 +177,12 @@ def _jax_vmap(fn, *args, **kw):
     return jax.vmap(fn, axis_name='i', **kw)(*args)
 
 
+@pytest.mark.slow
 def test_worker_has_8_devices(results):
     assert _ok(results, "device_count") == N
 
 
+@pytest.mark.slow
 def test_psum_pmean(results):
     x = _x(N, 3)
     s, c = _ok(results, "psum_pmean")
@@ -192,6 +194,7 @@ def test_psum_pmean(results):
     np.testing.assert_allclose(c, ref[1], rtol=1e-6, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_pmax_pmin_ints(results):
     x = _x(N, 2, dtype=np.int32) % 5
     mx, mn = _ok(results, "pmax_pmin_ints")
@@ -200,6 +203,7 @@ def test_pmax_pmin_ints(results):
     np.testing.assert_array_equal(mn, np.broadcast_to(x.min(0), x.shape))
 
 
+@pytest.mark.slow
 def test_all_gather(results):
     x = _x(N, 2, 3)
     stacked, tiled = _ok(results, "all_gather")
@@ -209,6 +213,7 @@ def test_all_gather(results):
         np.testing.assert_array_equal(tiled[i], np.concatenate(list(x), axis=1))
 
 
+@pytest.mark.slow
 def test_ppermute(results):
     x = _x(N, 2)
     np.testing.assert_array_equal(_ok(results, "ppermute_ring"), np.roll(x, 1, axis=0))
@@ -222,18 +227,21 @@ def test_ppermute(results):
     np.testing.assert_array_equal(_ok(results, "ppermute_ring"), ref)
 
 
+@pytest.mark.slow
 def test_axis_index(results):
     out = _ok(results, "axis_index")
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, np.arange(N) * 10 + 1)
 
 
+@pytest.mark.slow
 def test_fewer_than_all_devices(results):
     x = _x(3, 4)
     np.testing.assert_allclose(_ok(results, "fewer_than_all_devices"),
                                np.broadcast_to((x ** 2).sum(0), x.shape), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_in_axes_out_axes_static(results):
     x = _x(3, N)
     y, s = _ok(results, "in_axes_out_axes_static")
@@ -242,6 +250,7 @@ def test_in_axes_out_axes_static(results):
     assert y.shape == (3, N) and s.shape == (N,)
 
 
+@pytest.mark.slow
 def test_pytree_args_kwargs(results):
     w, v, b = _x(N, 2, 3), _x(N, 3), _x(N, 4)
     out = _ok(results, "pytree_args_kwargs")
@@ -250,10 +259,12 @@ def test_pytree_args_kwargs(results):
     np.testing.assert_allclose(out["b"], b * 2)
 
 
+@pytest.mark.slow
 def test_out_axes_none(results):
     np.testing.assert_allclose(_ok(results, "out_axes_none"), _x(N, 2).sum(0))
 
 
+@pytest.mark.slow
 def test_second_call_reuses_executable(results):
     a, b, n_compiled = _ok(results, "cached_second_call")
     x = _x(N)
@@ -262,12 +273,14 @@ def test_second_call_reuses_executable(results):
     assert n_compiled == 1
 
 
+@pytest.mark.slow
 def test_explicit_devices(results):
     out, ids = _ok(results, "explicit_devices")
     np.testing.assert_allclose(out, _x(4).sum() + np.arange(4))
     assert ids == [2, 3, 4, 5]
 
 
+@pytest.mark.slow
 def test_pmap_under_jit_and_nested(results):
     inner, nested = _ok(results, "pmap_under_jit_and_nested")
     x = _x(4, 2)
@@ -275,6 +288,7 @@ def test_pmap_under_jit_and_nested(results):
     np.testing.assert_allclose(nested, np.full_like(x, x.sum()))
 
 
+@pytest.mark.slow
 def test_too_many_for_devices_in_worker(results):
     r = results["too_many_for_devices"]
     assert r[0] == "error" and r[1] == "ValueError"
