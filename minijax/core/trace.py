@@ -177,6 +177,15 @@ class use_trace:
 
 # ---- primitives --------------------------------------------------------------------
 
+_registry: list[Primitive] = []
+
+
+def registered_primitives() -> list[Primitive]:
+    """Every primitive created so far, in creation order (modules not yet imported add
+    theirs when they are). Used by the rule sweep test to check each one's rules."""
+    return list(_registry)
+
+
 class Primitive:
     """An operation minijax knows how to trace, evaluate, lower and transform.
 
@@ -191,6 +200,7 @@ class Primitive:
     def __init__(self, name: str, *, multiple_results: bool = False):
         self.name = name
         self.multiple_results = multiple_results
+        _registry.append(self)
         self.impl: Callable | None = None
         self.abstract_eval: Callable | None = None
         self.lowering: Callable | None = None

@@ -258,6 +258,22 @@ for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p):
 defjvp_linear(real_p)
 defjvp_linear(imag_p)
 
+
+# Transposes follow jax's convention for complex cotangents (no conjugation):
+# <ct, f(t)> = Re(sum(ct * f(t))). real(t) pulls ct back to ct + 0j, imag(t) to -ct * 1j.
+def _real_transpose(ct, x):
+    from minijax.lax.convert import convert_element_type
+    return [convert_element_type(ct, x.aval.dtype)]
+
+
+def _imag_transpose(ct, x):
+    from minijax.lax.convert import convert_element_type
+    return [_b.mul(convert_element_type(ct, x.aval.dtype), _const_like(x, -1j))]
+
+
+real_p.def_transpose(_real_transpose)
+imag_p.def_transpose(_imag_transpose)
+
 # ---- batching: all elementwise -------------------------------------------------------------
 
 from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
