@@ -20,7 +20,7 @@ from minijax.numpy._shape import (arange, array_split, astype, atleast_1d, atlea
 from minijax.numpy._sorting import argsort, sort
 from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_and,
                                    bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clip, cos,
-                                   divide, equal, exp, exp2, expm1, float_power, floor,
+                                   divide, divmod, equal, exp, exp2, expm1, float_power, floor,
                                    floor_divide, fmod, greater, greater_equal, invert, isfinite,
                                    isinf, isnan, left_shift, less, less_equal, log, log1p, log2,
                                    log10, logical_and, logical_not, logical_or, logical_xor,

@@ -53,7 +53,7 @@ def promote_dtypes_inexact(*args):
 def promote_dtypes_numeric(*args):
     dt, weak = result_type_of(*args)
     if dt == dtypes.bool_:
-        dt = dtypes.default_int()
+        dt = dtypes.int32  # as jax: int32 even in 64-bit mode
     return [convert(x, dt, weak) for x in args]
 
 

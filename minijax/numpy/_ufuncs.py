@@ -7,8 +7,9 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import get_aval, is_python_scalar
-from minijax.numpy._promote import (promote_args, promote_args_inexact, promote_args_numeric,
-                                    promote_dtypes_inexact, convert)
+from minijax.numpy._promote import (_check_args, promote_args, promote_args_inexact,
+                                    promote_args_numeric, promote_dtypes_inexact, convert,
+                                    result_type_of)
 # Called eagerly on device arrays, a @fused function is one cached, jitted program;
 # anywhere else it is a plain call (see minijax.stages.eager.Fused).
 from minijax.stages.eager import fused
@@ -154,33 +155,68 @@ def true_divide(x, y, /):
 divide = true_divide
 
 
+def _one(x, dt):
+    """1 of dtype ``dt``, weakly typed like ``x`` (keeps ``x - 1`` in ``x``'s type)."""
+    return lax.convert_element_type(np.ones((), dt), dt, get_aval(x).weak_type)
+
+
+def _select(c, x, y):
+    """``lax.select`` after broadcasting rank-0 operands to the common shape."""
+    return lax.select(*_broadcast3(c, x, y))
+
+
 @fused
 def floor_divide(x, y, /):
+    """Python's ``//``: the quotient rounded toward negative infinity.
+
+    Integer division by zero gives what jax gives: XLA's truncating division
+    yields -1 (all bits set for unsigned types), and signed operands then take the
+    round-down correction, so ``7 // 0 == -2``, ``0 // 0 == -1`` and ``u32 7 // 0 == 2**32-1``.
+    """
     x, y = promote_args_numeric("floor_divide", x, y)
     dt = _dtype(x)
     if dtypes.is_unsigned(dt):
         return lax.div(x, y)
     if dtypes.is_int(dt):
-        # Round toward negative infinity: subtract 1 where signs differ and rem != 0.
+        # Truncate, then subtract 1 where the signs differ and the division is inexact.
         q = lax.div(x, y)
-        r = lax.rem(x, y)
         zero = convert(0, dt)
-        fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-        return lax.select(fix, lax.sub(q, convert(1, dt, weak_type=True)), q)
-    return lax.floor(lax.div(x, y))
+        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(lax.rem(x, y), zero))
+        return _select(fix, lax.sub(q, _one(q, dt)), q)
+    if dtypes.is_complex(dt):
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x, y, dt)[0]
+
+
+def _float_divmod(x, y, dt):
+    """Floating-point ``(x // y, x % y)`` computed as CPython does (``float_divmod``).
+
+    The quotient comes from ``(x - fmod(x, y)) / y``, which is exact enough that
+    ``1.0 // 0.1 == 9.0`` (``floor(1.0 / 0.1)`` would give 10).
+    """
+    zero = convert(0, dt)
+    mod = lax.rem(x, y)
+    div = lax.div(_select(lax.eq(y, zero), x, lax.sub(x, mod)), y)
+    fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.sign(y), lax.sign(mod)))
+    mod = _select(fix, lax.add(mod, y), mod)
+    div = _select(fix, lax.sub(div, _one(div, dt)), div)
+    return lax.round(div, 0), mod
 
 
 @fused
 def remainder(x, y, /):
-    """Python's ``%``: the result has the sign of the divisor."""
+    """Python's ``%``: the result has the sign of the divisor.
+
+    An integer remainder by zero is 0, as in jax (the divisor 0 is replaced by 1).
+    """
     x, y = promote_args_numeric("remainder", x, y)
     dt = _dtype(x)
-    r = lax.rem(x, y)
-    if dtypes.is_unsigned(dt):
-        return r
     zero = convert(0, dt)
+    if dtypes.is_int(dt):
+        y = _select(lax.eq(y, zero), _one(y, dt), y)
+    r = lax.rem(x, y)
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-    return lax.select(fix, lax.add(r, y), r)
+    return _select(fix, lax.add(r, y), r)
 
 
 mod = remainder
@@ -188,8 +224,28 @@ mod = remainder
 
 @fused
 def fmod(x, y, /):
+    """C's ``fmod``: the remainder has the sign of the dividend.
+
+    An integer ``fmod`` by zero is 0, as in jax (booleans are not integers here:
+    ``fmod(True, False)`` is XLA's remainder by zero, 1).
+    """
+    ints = dtypes.is_int(result_type_of(*_check_args("fmod", (x, y)))[0])
     x, y = promote_args_numeric("fmod", x, y)
+    dt = _dtype(x)
+    if ints:
+        y = _select(lax.eq(y, convert(0, dt)), _one(y, dt), y)
     return lax.rem(x, y)
+
+
+def divmod(x, y, /):  # noqa: A001
+    """``(x // y, x % y)``, elementwise, with jax's results for a zero divisor."""
+    x, y = promote_args_numeric("divmod", x, y)
+    dt = _dtype(x)
+    if dtypes.is_int(dt):
+        return floor_divide(x, y), remainder(x, y)
+    if dtypes.is_complex(dt):
+        raise TypeError("divmod does not support complex-valued inputs")
+    return _float_divmod(x, y, dt)
 
 
 def power(x, y, /):

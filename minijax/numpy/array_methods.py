@@ -80,7 +80,5 @@ def install(cls) -> None:
     cls.at = property(lambda self: _jnp()._IndexUpdateHelper(self))
     cls.real = property(lambda self: _jnp().real(self))
     cls.imag = property(lambda self: _jnp().imag(self))
-    cls.__divmod__ = lambda self, other: (_jnp().floor_divide(self, other),
-                                          _jnp().remainder(self, other))
-    cls.__rdivmod__ = lambda self, other: (_jnp().floor_divide(other, self),
-                                           _jnp().remainder(other, self))
+    cls.__divmod__ = lambda self, other: _jnp().divmod(self, other)
+    cls.__rdivmod__ = lambda self, other: _jnp().divmod(other, self)
