@@ -244,7 +244,14 @@ defjvp(erf_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, 2 / np.sqrt(np.pi)),
                                             exp(neg(_b.mul(x, x))))))
 def _abs_jvp(t, x):
     # +t where x >= 0 (so the derivative at 0 is 1, as in jax), -t elsewhere.
+    from minijax.core.trace import get_aval
     from minijax.lax.select import select
+    if dtypes.is_complex(get_aval(x).dtype):
+        # d|x| = Re(conj(x) t) / |x|, and 0 where x == 0 (as in jax).
+        ans = abs(x)
+        num = _b.add(_b.mul(real(x), real(t)), _b.mul(imag(x), imag(t)))
+        zero = _b.eq(ans, _const_like(ans, 0))
+        return _b.div(num, select(zero, _b.add(ans, _const_like(ans, 1)), ans))
     return select(_b.ge(x, _const_like(x, 0)), t, neg(t))
 
 
