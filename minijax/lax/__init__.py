@@ -7,6 +7,7 @@ from minijax.lax.control_flow import cond, fori_loop, map, scan, switch, while_l
 from minijax.lax.convert import convert_element_type
 from minijax.lax.cumulative import cummax, cummin, cumprod, cumsum
 from minijax.lax.dot import dot, dot_general
+from minijax.lax.fft import FftType, fft
 from minijax.lax.misc import stop_gradient
 from minijax.lax.reduce import (argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or,
                                 reduce_prod, reduce_sum)
