@@ -303,11 +303,19 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
 def deserialize(data: bytes, out_avals: Sequence[ShapedArray],
                 backend: _backend.Backend | str | None = None, *,
                 device: _backend.Device | None = None,
-                donated: Sequence[int] = ()) -> Executable:
+                donated: Sequence[int] = (),
+                in_avals: Sequence[ShapedArray] | None = None) -> Executable:
     """Load an executable produced by ``Executable.serialize`` (no compilation).
 
+    The bytes are native code and are handed to XLA as they are: callers check
+    their integrity first (``minijax.stages.deserialize`` and the compilation cache
+    verify a SHA-256). Once loaded, the executable's own result types (and
+    parameter types, when ``in_avals`` is given) must be ``out_avals``
+    (``in_avals``): results are read back with those types, so a mismatch would
+    read or write outside the buffers.
+
     Raises ``DeserializationError`` when XLA cannot load the bytes (another
-    platform, another jaxlib version, or damaged data).
+    platform, another jaxlib version, or damaged data) or the types disagree.
     """
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
@@ -318,11 +326,49 @@ def deserialize(data: bytes, out_avals: Sequence[ShapedArray],
         raise DeserializationError(
             f"cannot load the serialized executable on {backend.platform}: {e}") from None
     _counts["deserialize"] += 1
+    check_signature(loaded, out_avals, in_avals)
     exe = Executable(loaded, out_avals, backend, donated)
     # A loaded executable no longer holds its object code: measure it in the input.
     with contextlib.suppress(Exception):
         exe._code_size = elf_loaded_size(data) or None
     return exe
+
+
+def check_signature(loaded: _jax.LoadedExecutable, out_avals: Sequence[ShapedArray],
+                    in_avals: Sequence[ShapedArray] | None = None) -> None:
+    """Raise ``DeserializationError`` unless ``loaded``'s entry computation returns
+    ``out_avals`` (and takes ``in_avals`` when given); float0 is stored as bool."""
+    try:
+        program = xla_client.XlaComputation(
+            loaded.hlo_modules()[0].as_serialized_hlo_module_proto()).program_shape()
+        params = [_shape_type(s) for s in program.parameter_shapes()]
+        result = program.result_shape()
+        results = [_shape_type(s) for s in (result.tuple_shapes() if result.is_tuple()
+                                            else [result])]
+    except Exception as e:  # noqa: BLE001 - any failure means we cannot trust the types
+        raise DeserializationError(f"cannot read the types of the loaded executable: {e}") \
+            from None
+    for what, expected, actual in (("result", out_avals, results),
+                                   ("parameter", in_avals, params)):
+        if expected is None:
+            continue
+        want = [(tuple(a.shape), np.dtype(np.bool_) if a.dtype == dtypes.float0
+                 else np.dtype(a.dtype)) for a in expected]
+        if want != actual:
+            raise DeserializationError(
+                f"the executable's {what} types are ({_types_str(actual)}) but "
+                f"({_types_str(want)}) were stated for it")
+
+
+def _shape_type(shape) -> tuple[tuple[int, ...], np.dtype | None]:
+    if not shape.is_array():
+        return (), None  # a tuple or token: never what an aval states
+    return tuple(shape.dimensions()), np.dtype(shape.numpy_dtype())
+
+
+def _types_str(types: list) -> str:
+    return ", ".join(f"{'?' if dt is None else dt.name}[{','.join(map(str, shape))}]"
+                     for shape, dt in types)
 
 
 def platform_fingerprint(backend: _backend.Backend | str | None = None,
