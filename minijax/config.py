@@ -39,6 +39,8 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_explain_cache_misses": (bool, lambda n: _env_bool(n, False), False),
     "minijax_num_cpu_devices": (int, lambda n: _env_int(n, 1), False),
     "minijax_compilation_cache_dir": (str, lambda n: _env_str(n, None), False),
+    # bytes; -1: no limit, 0: cache off (runtime/compilation_cache.py)
+    "minijax_compilation_cache_max_size": (int, lambda n: _env_int(n, 1 << 30), False),
     "minijax_platforms": (str, lambda n: _env_str(n, None), False),
 }
 

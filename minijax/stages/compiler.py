@@ -6,8 +6,12 @@
 1. checks ``compiler_options`` (``ValueError`` naming a bad option, before XLA runs);
 2. with ``minijax_compilation_cache_dir`` set, looks the module up on disk, keyed by
    the module text without locations, the options, the jaxlib version and the
-   platform, and loads it without compiling on a hit;
-3. otherwise compiles, and stores the result on disk when the cache is on.
+   platform, and loads it without compiling on a hit (the entry must record that
+   key and pass its checksum, and the loaded executable's result types must be the
+   module's; see ``minijax.runtime.compilation_cache``);
+3. otherwise compiles, and stores the result on disk when the cache is on (within
+   ``minijax_compilation_cache_max_size``). The cache never makes compilation fail:
+   its problems are logged.
 """
 
 from __future__ import annotations
@@ -76,7 +80,12 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
     exe = _rt_exe.compile(text, backend, compile_options=compile_options, out_avals=out_avals,
                           device=device, donated=donated)
     if key is not None:
-        _disk.put(key, exe.serialize())
+        try:
+            payload = exe.serialize()
+        except Exception as e:  # noqa: BLE001 - the cache must never make compilation fail
+            logger.warning("compilation cache: cannot serialize %s: %s", name or "module", e)
+        else:
+            _disk.put(key, payload)
     return exe
 
 

@@ -2,9 +2,11 @@
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -101,7 +103,7 @@ def test_in_process_hit_options_in_key_and_damaged_entry(cache_dir, caplog):
     with caplog.at_level(logging.WARNING, logger="minijax"):
         lowered.compile()
         lowered.compile({"xla_cpu_enable_fast_math": True})
-    assert any("damaged entry" in r.getMessage() for r in caplog.records)
+    assert any("checksum mismatch" in r.getMessage() for r in caplog.records)
     assert compile_count() == before + 3
     assert compilation_cache.get(path.name[:-4]) is not None  # replaced by a good entry
 
@@ -137,3 +139,220 @@ def test_unwritable_directory_is_not_an_error(tmp_path):
         assert float(f(1.0)) == -6.0
     finally:
         minijax.config.update("minijax_compilation_cache_dir", None)
+
+
+# ---- entries that are not what they seem ---------------------------------------------------------
+
+def _recorded_key(path) -> str:
+    data = path.read_bytes()
+    return data[len(compilation_cache._MAGIC):len(compilation_cache._MAGIC) + 64].decode()
+
+
+def test_entry_of_another_key_is_ignored_and_replaced(cache_dir, caplog):
+    x = np.linspace(0, 1, 5).astype(np.float32)
+    f = minijax.jit(lambda x: x * 3).lower(x)
+    g = minijax.jit(lambda x: x + 100).lower(x)
+    f.compile()
+    (f_entry,) = [cache_dir / e for e in _entries(cache_dir)]
+    g.compile()
+    (g_entry,) = [cache_dir / e for e in _entries(cache_dir) if e != f_entry.name]
+    f_entry.write_bytes(g_entry.read_bytes())  # f's file now holds g's entry
+    before = compile_count()
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+        out = f.compile()(x)
+    np.testing.assert_allclose(np.asarray(out), x * 3)  # not g's x + 100
+    assert compile_count() == before + 1
+    assert any("records the key" in r.getMessage() for r in caplog.records)
+    assert _recorded_key(f_entry) == f_entry.name[:-4]  # replaced by f's own entry
+    f.compile()
+    assert compile_count() == before + 1
+
+
+def test_entry_whose_executable_has_other_types_is_not_used(cache_dir, caplog):
+    x = np.linspace(0, 1, 5).astype(np.float32)
+    f = minijax.jit(lambda x: x * 3).lower(x)
+    f.compile()
+    (f_entry,) = _entries(cache_dir)
+    g = minijax.jit(lambda x: x[:2]).lower(x).compile()
+    # A well-formed entry under f's key (right key, right checksum) holding g's
+    # executable, which returns f32[2] where f returns f32[5].
+    assert compilation_cache.put(f_entry[:-4], g.runtime_executable().serialize())
+    before = compile_count()
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+        out = f.compile()(x)
+    np.testing.assert_allclose(np.asarray(out), x * 3)
+    assert compile_count() == before + 1
+    assert any("result types are (float32[2])" in r.getMessage() for r in caplog.records)
+
+
+ODD_FILES = textwrap.dedent("""
+    import logging, os, resource, time
+    import numpy as np
+    import minijax
+    from minijax.runtime import compilation_cache
+    from minijax.runtime.executable import compile_count
+
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logging.getLogger("minijax").addHandler(handler)
+    directory = os.environ["MINIJAX_COMPILATION_CACHE_DIR"]
+    x = np.arange(4, dtype=np.float32)
+    minijax.jit(lambda x: x + 1)(x)
+    # An unbounded read of /dev/zero fails here (MemoryError) instead of taking the machine.
+    vm_data = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+                   if line.startswith("VmData:"))
+    resource.setrlimit(resource.RLIMIT_DATA, (vm_data + (1 << 30), resource.RLIM_INFINITY))
+    for i, kind in enumerate(["fifo", "symlink to /dev/zero", "directory"]):
+        lowered = minijax.jit(lambda x, i=i: x * 2 - i).lower(x)
+        before = set(os.listdir(directory))
+        lowered.compile()
+        (name,) = set(os.listdir(directory)) - before
+        path = os.path.join(directory, name)
+        os.unlink(path)
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "directory":
+            os.mkdir(path)
+        else:
+            os.symlink("/dev/zero", path)
+        del messages[:]
+        compiles, start = compile_count(), time.monotonic()
+        out = lowered.compile()(x)
+        assert time.monotonic() - start < 10, kind
+        np.testing.assert_array_equal(np.asarray(out), x * 2 - i)
+        assert compile_count() == compiles + 1, kind  # ignored: compiled again
+        assert any(name in m for m in messages), (kind, messages)
+        if kind == "directory":  # it cannot be replaced: the failed write is logged
+            assert any("cannot write entry" in m for m in messages), messages
+        else:  # replaced by a good entry
+            assert os.path.isfile(path) and not os.path.islink(path), kind
+            assert compilation_cache.get(name[:-4]) is not None, kind
+        print("OK", kind)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/proc/self/status"),
+                    reason="needs FIFOs, /dev/zero and /proc")
+def test_odd_files_named_like_entries(tmp_path):
+    """A FIFO (which blocks a plain open), a symlink to /dev/zero (endless) and a
+    directory where an entry should be: ignored quickly, then replaced (one process,
+    bounded in time and memory)."""
+    env = dict(os.environ, MINIJAX_COMPILATION_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", ODD_FILES], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode >= 0, f"killed by {signal.Signals(-proc.returncode).name}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["OK", "fifo", "OK", "symlink", "to", "/dev/zero", "OK",
+                                   "directory"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs root to give a file to another user")
+def test_entry_owned_by_another_user_is_ignored(cache_dir, caplog):
+    x = np.arange(3, dtype=np.float32)
+    lowered = minijax.jit(lambda x: x + 0.5).lower(x)
+    lowered.compile()
+    (name,) = _entries(cache_dir)
+    os.chown(cache_dir / name, 12345, 12345)
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+        assert compilation_cache.get(name[:-4]) is None
+    assert any("owned by another user (uid 12345)" in r.getMessage() for r in caplog.records)
+
+
+def test_odd_paths_are_logged_not_raised(caplog):
+    minijax.config.update("minijax_compilation_cache_dir", "/tmp/minijax\0cache")
+    try:
+        with caplog.at_level(logging.WARNING, logger="minijax"):
+            f = minijax.jit(lambda x: x * 11 + 2)
+            assert float(f(1.0)) == 13.0
+            assert compilation_cache.get("0" * 64) is None
+            assert not compilation_cache.put("0" * 64, b"payload")
+    finally:
+        minijax.config.update("minijax_compilation_cache_dir", None)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("null byte" in m for m in messages), messages
+
+
+def test_bad_keys_are_logged_not_raised(cache_dir, caplog):
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+        assert compilation_cache.get("../../etc/passwd") is None
+        assert not compilation_cache.put("../escape", b"payload")
+    assert sum("64 lowercase hex digits" in r.getMessage() for r in caplog.records) == 2
+    assert os.listdir(cache_dir) == []
+
+
+def test_directory_writable_by_others_is_named_once(tmp_path, caplog):
+    shared, sticky = tmp_path / "shared", tmp_path / "sticky"
+    shared.mkdir()
+    sticky.mkdir()
+    shared.chmod(0o777)
+    sticky.chmod(0o1777)
+    try:
+        with caplog.at_level(logging.WARNING, logger="minijax"):
+            for directory in (shared, sticky):
+                minijax.config.update("minijax_compilation_cache_dir", directory)
+                compilation_cache.put("1" * 64, b"one")
+                compilation_cache.put("2" * 64, b"two")
+                assert compilation_cache.get("1" * 64) == b"one"
+    finally:
+        minijax.config.update("minijax_compilation_cache_dir", None)
+    warnings = [m for m in (r.getMessage() for r in caplog.records)
+                if "writable by other users" in m]
+    assert len(warnings) == 1 and str(shared) in warnings[0] and "mode 777" in warnings[0]
+
+
+# ---- the size limit ------------------------------------------------------------------------------
+
+@pytest.fixture
+def max_size():
+    def set_limit(n):
+        minijax.config.update("minijax_compilation_cache_max_size", n)
+    yield set_limit
+    minijax.config.update("minijax_compilation_cache_max_size", 1 << 30)
+
+
+def test_default_limit_is_one_gib():
+    assert minijax.config.minijax_compilation_cache_max_size == 1 << 30
+    assert compilation_cache.max_size() == 1 << 30
+
+
+def test_size_limit_evicts_least_recently_used(cache_dir, max_size):
+    entry = compilation_cache._HEAD + 1000
+    max_size(3 * entry)
+    keys = [c * 64 for c in "abcd"]
+    now = time.time()
+    for i, k in enumerate(keys[:3]):
+        assert compilation_cache.put(k, bytes([i]) * 1000)
+        os.utime(cache_dir / (k + ".xla"), (now - 300 + i, now - 300 + i))  # a oldest, c newest
+    stale = cache_dir / ".0123-dead.tmp"  # left by a writer that died long ago
+    stale.write_bytes(b"x")
+    os.utime(stale, (now - 7200, now - 7200))
+    assert compilation_cache.get(keys[0]) == bytes([0]) * 1000  # a hit: a is now the newest
+    assert compilation_cache.put(keys[3], b"d" * 1000)  # over the limit: b goes
+    assert [e[0] for e in _entries(cache_dir)] == ["a", "c", "d"]
+    assert not stale.exists()
+    assert compilation_cache.get(keys[1]) is None
+    # An entry bigger than the whole limit is not written (nothing is evicted for it).
+    assert not compilation_cache.put("e" * 64, b"e" * (3 * entry))
+    assert [e[0] for e in _entries(cache_dir)] == ["a", "c", "d"]
+    max_size(-1)  # no limit
+    for k in ("e" * 64, "f" * 64):
+        assert compilation_cache.put(k, b"x" * 5000)
+    assert len(_entries(cache_dir)) == 5
+    max_size(0)  # the cache is off
+    assert compilation_cache.cache_dir() is None
+    assert compilation_cache.get(keys[0]) is None and not compilation_cache.put("9" * 64, b"")
+
+
+def test_size_limit_applies_to_compiled_entries(cache_dir, max_size):
+    x = np.ones(4, np.float32)
+    minijax.jit(lambda x: x * 2).lower(x).compile()
+    (first,) = _entries(cache_dir)
+    size = (cache_dir / first).stat().st_size
+    max_size(int(size * 1.5))  # room for one entry
+    os.utime(cache_dir / first, (time.time() - 60,) * 2)
+    minijax.jit(lambda x: x * 4).lower(x).compile()
+    entries = _entries(cache_dir)
+    assert len(entries) == 1 and entries != [first]
