@@ -19,7 +19,21 @@
  * NumPy falls back to ``Array.__array__``, which knows the other routes.
  *
  * ``wrap(buf, aval)`` builds an instance of the registered Python subclass
- * (``minijax.Array``) without running ``__init__``: the dispatch hot path.
+ * (``minijax.Array``) without running ``__init__``: the dispatch hot path. Every
+ * ``collect_every``-th array it builds, it first calls ``collect()`` (see
+ * ``set_collector``): jaxlib queues Python objects that its worker threads release
+ * until someone drains the queue, and a steady loop of calls never triggers the
+ * garbage collection that would otherwise do it.
+ *
+ * Safety: ``_buf`` and ``aval`` are read-only from Python, ``_npy`` accepts only None
+ * or a buffer exporter other than an Array, ``_donated`` only a bool or a str. An
+ * export checks that the exported buffer holds exactly the bytes the aval describes
+ * (a mismatch is a BufferError, never a read past the end), and it runs under the
+ * array's host lock, which ``Array.delete`` and the other host operations in
+ * runtime/array.py take too (``_host_acquire``/``_host_release``): jaxlib crashes when
+ * a buffer is deleted while another thread is using it. The lock is per array (a wait
+ * for one array's value never holds up reads of others), reentrant, and waited for
+ * with the GIL released.
  *
  * Nothing here knows jaxlib: the wrapped object is any buffer exporter.
  *
@@ -38,6 +52,11 @@
 #include <Python.h>
 #include <structmember.h>
 #include <math.h>  /* isnan */
+#ifdef _WIN32
+#include <windows.h>  /* Sleep */
+#else
+#include <time.h>  /* nanosleep */
+#endif
 
 typedef struct {
     PyObject_HEAD
@@ -46,8 +65,11 @@ typedef struct {
     PyObject *npy;      /* cached host copy (numpy array) or None */
     PyObject *donated;  /* False, True, or where it was donated (str) */
     PyObject *weakrefs;
+    unsigned long lock_owner;  /* the thread holding the host lock (see below) */
+    long lock_depth;           /* how many times it holds it; 0: free */
 } ArrayBase;
 
+static PyTypeObject ArrayBaseType;
 static PyTypeObject *array_type = NULL; /* the registered subclass (minijax.Array) */
 
 static int
@@ -83,6 +105,152 @@ ArrayBase_dealloc(ArrayBase *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* ---- the per-array host lock --------------------------------------------------------
+ *
+ * Two fields, read and written only with the GIL held (so no check below can
+ * interleave with another thread's): no allocation, a few nanoseconds when free.
+ * Reentrant. Contention is rare (a delete() racing a read of the same array), so a
+ * waiter polls with the GIL released, backing off from 20 µs to 1 ms, and lets
+ * Ctrl-C through. */
+
+static void
+sleep_us(long us)
+{
+#ifdef _WIN32
+    Sleep((DWORD)((us + 999) / 1000));
+#else
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+#endif
+}
+
+static int
+array_lock_acquire(ArrayBase *self)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    long wait_us = 20;
+    while (self->lock_depth > 0 && self->lock_owner != me) {
+        Py_BEGIN_ALLOW_THREADS
+        sleep_us(wait_us);
+        Py_END_ALLOW_THREADS
+        if (wait_us < 1000) {
+            wait_us *= 2;
+        }
+        if (PyErr_CheckSignals() < 0) {
+            return -1;
+        }
+    }
+    self->lock_owner = me;
+    self->lock_depth++;
+    return 0;
+}
+
+static int
+array_lock_release(ArrayBase *self)
+{
+    if (self->lock_depth <= 0 || self->lock_owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError, "minijax.Array: host lock released by a non-owner");
+        return -1;
+    }
+    if (--self->lock_depth == 0) {
+        self->lock_owner = 0;
+    }
+    return 0;
+}
+
+static PyObject *
+ArrayBase_host_acquire(ArrayBase *self, PyObject *unused)
+{
+    if (array_lock_acquire(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+ArrayBase_host_release(ArrayBase *self, PyObject *unused)
+{
+    if (array_lock_release(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ArrayBase_methods[] = {
+    {"_host_acquire", (PyCFunction)ArrayBase_host_acquire, METH_NOARGS,
+     "take this array's host lock (reentrant; waits with the GIL released)"},
+    {"_host_release", (PyCFunction)ArrayBase_host_release, METH_NOARGS,
+     "release this array's host lock"},
+    {NULL}
+};
+
+/* ---- ArrayBase: fields and the buffer protocol ---------------------------------- */
+
+/* The size in bytes of an array of type ``aval`` (the product of ``aval.shape`` times
+ * ``aval.dtype.itemsize``); -1 with an exception on error. A small direct-mapped cache
+ * keyed by the aval object (runtime avals are interned, few and immortal; the cache
+ * holds a reference, so a pointer cannot be reused while it is there) saves the
+ * attribute lookups on the next export of an array of the same type. */
+
+#define NBYTES_CACHE_SIZE 64
+static PyObject *nbytes_cache_key[NBYTES_CACHE_SIZE];
+static Py_ssize_t nbytes_cache_value[NBYTES_CACHE_SIZE];
+
+static Py_ssize_t
+aval_nbytes(PyObject *aval)
+{
+    size_t slot = ((size_t)aval >> 4) % NBYTES_CACHE_SIZE;
+    if (nbytes_cache_key[slot] == aval) {
+        return nbytes_cache_value[slot];
+    }
+    if (aval == NULL) {
+        PyErr_SetString(PyExc_BufferError, "minijax.Array has no aval");
+        return -1;
+    }
+    PyObject *shape = PyObject_GetAttrString(aval, "shape");
+    if (shape == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(shape)) {
+        Py_DECREF(shape);
+        PyErr_SetString(PyExc_TypeError, "minijax.Array: aval.shape is not a tuple");
+        return -1;
+    }
+    PyObject *dtype = PyObject_GetAttrString(aval, "dtype");
+    PyObject *item = dtype == NULL ? NULL : PyObject_GetAttrString(dtype, "itemsize");
+    Py_XDECREF(dtype);
+    Py_ssize_t n = item == NULL ? -1 : PyLong_AsSsize_t(item);
+    Py_XDECREF(item);
+    if (n < 0) {
+        Py_DECREF(shape);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "minijax.Array: bad aval.dtype.itemsize");
+        }
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (d < 0) {
+            Py_DECREF(shape);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "minijax.Array: negative dimension in aval");
+            }
+            return -1;
+        }
+        if (d != 0 && n > PY_SSIZE_T_MAX / d) {
+            Py_DECREF(shape);
+            PyErr_SetString(PyExc_OverflowError, "minijax.Array: aval size overflows");
+            return -1;
+        }
+        n *= d;
+    }
+    Py_DECREF(shape);
+    Py_INCREF(aval);
+    Py_XSETREF(nbytes_cache_key[slot], aval);
+    nbytes_cache_value[slot] = n;
+    return n;
+}
+
 static int
 ArrayBase_getbuffer(ArrayBase *self, Py_buffer *view, int flags)
 {
@@ -91,8 +259,35 @@ ArrayBase_getbuffer(ArrayBase *self, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "minijax.Array has no buffer");
         return -1;
     }
+    if (PyObject_TypeCheck(source, &ArrayBaseType)) {  /* never export through an Array */
+        PyErr_SetString(PyExc_BufferError, "minijax.Array wraps another Array");
+        return -1;
+    }
+    Py_ssize_t expected = aval_nbytes(self->aval);
+    if (expected < 0) {
+        return -1;
+    }
+    Py_INCREF(source);  /* a concurrent ``_npy = None`` must not free it under us */
+    if (array_lock_acquire(self) < 0) {
+        Py_DECREF(source);
+        return -1;
+    }
     /* The view's owner becomes ``source``, so releasing the view releases it there. */
-    return PyObject_GetBuffer(source, view, flags);
+    int r = PyObject_GetBuffer(source, view, flags);
+    if (array_lock_release(self) < 0 && r == 0) {
+        PyBuffer_Release(view);
+        r = -1;
+    }
+    Py_DECREF(source);
+    if (r == 0 && view->len != expected) {
+        Py_ssize_t got = view->len;
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_BufferError,
+                     "minijax.Array: the device buffer holds %zd bytes but the array's "
+                     "type needs %zd; refusing to export it", got, expected);
+        return -1;
+    }
+    return r;
 }
 
 static PyBufferProcs ArrayBase_as_buffer = {
@@ -100,11 +295,64 @@ static PyBufferProcs ArrayBase_as_buffer = {
     NULL,
 };
 
+static PyObject *
+ArrayBase_get_npy(ArrayBase *self, void *closure)
+{
+    PyObject *v = self->npy != NULL ? self->npy : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+static int
+ArrayBase_set_npy(ArrayBase *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "cannot delete minijax.Array._npy");
+        return -1;
+    }
+    if (value != Py_None &&
+            (PyObject_TypeCheck(value, &ArrayBaseType) || !PyObject_CheckBuffer(value))) {
+        PyErr_Format(PyExc_TypeError,
+                     "minijax.Array._npy must be None or a host (numpy) array, not %.100s",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    Py_INCREF(value);
+    Py_XSETREF(self->npy, value);
+    return 0;
+}
+
+static PyObject *
+ArrayBase_get_donated(ArrayBase *self, void *closure)
+{
+    PyObject *v = self->donated != NULL ? self->donated : Py_False;
+    Py_INCREF(v);
+    return v;
+}
+
+static int
+ArrayBase_set_donated(ArrayBase *self, PyObject *value, void *closure)
+{
+    if (value == NULL || !(PyBool_Check(value) || PyUnicode_Check(value))) {
+        PyErr_SetString(PyExc_TypeError, "minijax.Array._donated must be a bool or a str");
+        return -1;
+    }
+    Py_INCREF(value);
+    Py_XSETREF(self->donated, value);
+    return 0;
+}
+
 static PyMemberDef ArrayBase_members[] = {
-    {"_buf", T_OBJECT_EX, offsetof(ArrayBase, buf), 0, "the wrapped jaxlib array"},
-    {"aval", T_OBJECT_EX, offsetof(ArrayBase, aval), 0, "the array's ShapedArray"},
-    {"_npy", T_OBJECT_EX, offsetof(ArrayBase, npy), 0, "cached host copy or None"},
-    {"_donated", T_OBJECT_EX, offsetof(ArrayBase, donated), 0, "donation record"},
+    {"_buf", T_OBJECT_EX, offsetof(ArrayBase, buf), READONLY, "the wrapped jaxlib array"},
+    {"aval", T_OBJECT_EX, offsetof(ArrayBase, aval), READONLY, "the array's ShapedArray"},
+    {NULL}
+};
+
+static PyGetSetDef ArrayBase_getset[] = {
+    {"_npy", (getter)ArrayBase_get_npy, (setter)ArrayBase_set_npy,
+     "cached host copy (a numpy array) or None", NULL},
+    {"_donated", (getter)ArrayBase_get_donated, (setter)ArrayBase_set_donated,
+     "donation record: False, True, or where (str)", NULL},
     {NULL}
 };
 
@@ -120,11 +368,37 @@ static PyTypeObject ArrayBaseType = {
     .tp_dealloc = (destructor)ArrayBase_dealloc,
     .tp_weaklistoffset = offsetof(ArrayBase, weakrefs),
     .tp_members = ArrayBase_members,
+    .tp_getset = ArrayBase_getset,
+    .tp_methods = ArrayBase_methods,
     .tp_as_buffer = &ArrayBase_as_buffer,
     .tp_new = PyType_GenericNew,  /* so that Array.__init__ can refuse with a message */
     .tp_alloc = PyType_GenericAlloc,
     .tp_free = PyObject_GC_Del,
 };
+
+/* set_collector(collect, every): what wrap() calls every ``every`` arrays. */
+static PyObject *collector = NULL;
+static long collect_every = 0;
+static long wrapped_since_collect = 0;
+
+static PyObject *
+speedups_set_collector(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    long every;
+    if (nargs != 2 || !PyCallable_Check(args[0]) || (every = PyLong_AsLong(args[1])) < 1) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError,
+                            "set_collector(collect, every) needs a callable and an int >= 1");
+        }
+        return NULL;
+    }
+    Py_INCREF(args[0]);
+    Py_XSETREF(collector, args[0]);
+    collect_every = every;
+    wrapped_since_collect = 0;
+    Py_RETURN_NONE;
+}
 
 /* wrap(buf, aval) -> registered subclass instance, no __init__. */
 static PyObject *
@@ -137,6 +411,14 @@ speedups_wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (array_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "minijax.runtime._speedups: no Array type registered");
         return NULL;
+    }
+    if (collector != NULL && ++wrapped_since_collect >= collect_every) {
+        wrapped_since_collect = 0;
+        PyObject *r = PyObject_CallNoArgs(collector);
+        if (r == NULL) {  /* housekeeping: report, never fail the caller's operation */
+            PyErr_WriteUnraisable(collector);
+        }
+        Py_XDECREF(r);
     }
     ArrayBase *self = (ArrayBase *)array_type->tp_alloc(array_type, 0);
     if (self == NULL) {
@@ -421,6 +703,8 @@ static PyMethodDef speedups_methods[] = {
      "wrap(buf, aval): a new instance of the registered Array type."},
     {"register", (PyCFunction)speedups_register, METH_O,
      "register(cls): set the Array type that wrap() builds."},
+    {"set_collector", (PyCFunction)(void (*)(void))speedups_set_collector, METH_FASTCALL,
+     "set_collector(collect, every): wrap() calls collect() before every every-th array."},
     {"set_dispatch_state", (PyCFunction)(void (*)(void))speedups_set_dispatch_state,
      METH_FASTCALL,
      "set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants): what "

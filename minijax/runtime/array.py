@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import threading
 from typing import Any
 
 import numpy as np
@@ -35,12 +36,40 @@ _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 # Python call, and it builds result arrays quickly. Without it (no C compiler at
 # install time, or MINIJAX_NO_C_EXTENSION=1) the same fields are Python slots and
 # NumPy goes through ``Array.__array__``; behaviour is otherwise identical.
+#
+# Safety rules both share: ``aval`` and ``_buf`` are read-only (host reads and
+# executables trust them); every copy out of a device buffer first checks that the
+# buffer holds exactly the bytes the aval describes (``_check_exported``); and every
+# host operation on the buffer (reads, waits, DLPack, ``delete``) holds the array's
+# host lock (``_host_acquire``/``_host_release``, reentrant, per array), because jaxlib
+# crashes when a buffer is deleted while another thread is using it. The C type also
+# refuses ill-typed ``_npy``/``_donated`` values; the Python fallback checks ``_npy``
+# where it is used.
 if speedups is not None:
     _ArrayBase: Any = speedups.ArrayBase
     _ARRAY_SLOTS: tuple[str, ...] = ()
 else:
-    _ArrayBase = object
-    _ARRAY_SLOTS = ("__weakref__", "_buf", "_donated", "_npy", "aval")
+    class _ArrayBase:  # type: ignore[no-redef]
+        """The pure-Python equivalent of ``_speedups.ArrayBase`` (fields and host lock)."""
+
+        __slots__ = ("__weakref__", "_aval", "_buffer", "_donated", "_npy", "_lock")
+
+        @property
+        def aval(self) -> ShapedArray:
+            """The array's ``ShapedArray`` (read-only)."""
+            return self._aval
+
+        @property
+        def _buf(self) -> Any:
+            return self._buffer
+
+        def _host_acquire(self) -> None:
+            self._lock.acquire()
+
+        def _host_release(self) -> None:
+            self._lock.release()
+
+    _ARRAY_SLOTS = ()
 
 
 class Array(_ArrayBase):
@@ -62,7 +91,20 @@ class Array(_ArrayBase):
 
     @classmethod
     def _from_buffer(cls, buf: Any, aval: ShapedArray) -> Array:
-        """Wrap a jaxlib single-device array whose type is ``aval`` (no checks)."""
+        """Wrap a jaxlib single-device array whose type is ``aval``.
+
+        Raises ``ValueError`` when the buffer's shape or dtype is not the aval's
+        (the runtime's own hot paths build arrays with ``_wrap``, unchecked).
+        """
+        if not isinstance(aval, ShapedArray):
+            raise TypeError(f"Array._from_buffer: aval must be a ShapedArray, got {aval!r}")
+        own = getattr(buf, "aval", None)  # what jaxlib recorded when the buffer was made
+        nbytes = aval.size * aval.dtype.itemsize
+        if (own is None or tuple(own.shape) != aval.shape or own.dtype != aval.dtype
+                or buf.on_device_size_in_bytes() != nbytes):
+            raise ValueError(f"Array._from_buffer: the buffer ({own}, "
+                             f"{buf.on_device_size_in_bytes()} bytes) is not a "
+                             f"{aval.str_short()} ({nbytes} bytes)")
         return _wrap(buf, aval)
 
     # ---- metadata (valid even after deletion) ----------------------------------
@@ -129,19 +171,25 @@ class Array(_ArrayBase):
 
     def block_until_ready(self) -> Array:
         """Wait until the value is computed; returns ``self``."""
-        self._check_alive()
-        self._buf.block_until_ready()
+        with _Locked(self):
+            self._check_alive()
+            self._buf.block_until_ready()
         return self
 
     def is_ready(self) -> bool:
         """Whether the value has been computed."""
-        self._check_alive()
-        return self._buf.is_ready()
+        with _Locked(self):
+            self._check_alive()
+            return self._buf.is_ready()
 
     def delete(self) -> None:
-        """Free the device buffer now. Using the array afterwards raises RuntimeError."""
-        self._npy = None
-        self._buf.delete()
+        """Free the device buffer now. Using the array afterwards raises RuntimeError.
+
+        Waits for host reads of the array that other threads have under way.
+        """
+        with _Locked(self):
+            self._npy = None
+            self._buf.delete()
 
     def is_deleted(self) -> bool:
         """Whether the buffer was deleted (explicitly or by donation)."""
@@ -152,22 +200,19 @@ class Array(_ArrayBase):
         self._check_alive()
         if self._npy is not None or _host_addressable(self):
             return
-        with _backend.no_jax_import():
+        with _Locked(self), _backend.no_jax_import():
+            self._check_alive()
             self._buf._copy_single_device_array_to_host_async()
 
     def unsafe_buffer_pointer(self) -> int:
         """Address of the device buffer (for interop; the array must stay alive)."""
-        self._check_alive()
-        return self._buf.unsafe_buffer_pointer()
+        with _Locked(self):
+            self._check_alive()
+            return self._buf.unsafe_buffer_pointer()
 
     # ---- conversion to host values ---------------------------------------------
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        if dtype is None and copy is None and self._npy is None:
-            try:  # the fast path of to_numpy (a deleted buffer raises BufferError too)
-                return _asarray(memoryview(self._buf))
-            except BufferError:
-                pass
         value = to_numpy(self)
         if copy is None and dtype is None:
             return value
@@ -183,7 +228,10 @@ class Array(_ArrayBase):
             raise BufferError("minijax.Array.__dlpack__ does not support copy=True")
         # Export from an alias: jaxlib aborts if the exported PyArray itself is
         # deleted while the capsule lives; deleting ``self`` is then harmless.
-        return _jax.buffer_to_dlpack_managed_tensor(_alias(self._buf, self.aval), stream=stream)
+        with _Locked(self):
+            self._check_alive()
+            return _jax.buffer_to_dlpack_managed_tensor(_alias(self._buf, self.aval),
+                                                        stream=stream)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         dev = self.device
@@ -308,18 +356,50 @@ def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
     return a
 
 
+class _Locked:
+    """``with _Locked(arr):`` holds ``arr``'s host lock (see the top of this module)."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: Array):
+        self.arr = arr
+
+    def __enter__(self) -> None:
+        self.arr._host_acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.arr._host_release()
+
+
+_RLock = threading.RLock
+_wrapped = [0]  # arrays built since jaxlib's release queue was last drained
+
+
 def _wrap(buf: Any, aval: ShapedArray) -> Array:
-    """Make an ``Array`` around ``buf`` without running ``__init__`` (hot path)."""
+    """Make an ``Array`` around ``buf`` without running ``__init__`` (hot path; the
+    caller guarantees that ``buf`` holds an ``aval``).
+
+    Every ``backend.COLLECT_EVERY`` arrays it drains jaxlib's queue of released Python
+    objects (see ``backend.collect_jaxlib_garbage``): each execution and transfer
+    builds at least one array, so the queue stays short without a garbage collection.
+    """
+    n = _wrapped[0] + 1
+    if n >= _backend.COLLECT_EVERY:
+        n = 0
+        _backend.collect_jaxlib_garbage()
+    _wrapped[0] = n
     a = _new(Array)
-    a._buf = buf
-    a.aval = aval
+    a._buffer = buf
+    a._aval = aval
     a._npy = None
     a._donated = False
+    a._lock = _RLock()
     return a
 
 
 if speedups is not None:
     speedups.register(Array)
+    speedups.set_collector(_backend.collect_jaxlib_garbage, _backend.COLLECT_EVERY)
     _wrap = speedups.wrap  # noqa: F811 - the same function, in C
 
 
@@ -335,32 +415,56 @@ def to_numpy(arr: Array) -> np.ndarray:
     alive (even through ``delete``); it is not cached, so that the array can
     still be donated once the view is gone. bfloat16 (which the buffer protocol
     lacks) and other platforms copy the value to the host once and cache it.
+
+    Raises ``RuntimeError`` for a deleted array and ``BufferError`` when the buffer
+    does not hold what ``arr.aval`` describes (nothing is read then).
     """
     npy = arr._npy
     if npy is not None:
+        if type(npy) is not np.ndarray:  # the C type refuses such values; the slots cannot
+            raise TypeError(f"minijax.Array._npy must be None or a numpy array, "
+                            f"not {type(npy).__name__}")
         return npy
-    buf = arr._buf
-    if buf.is_deleted():
-        raise RuntimeError(arr._deleted_message())
-    try:
-        return np.asarray(memoryview(buf))
-    except BufferError:
-        pass
+    buf, aval = arr._buf, arr.aval
+    with _Locked(arr):  # delete() in another thread waits until the export is done
+        if buf.is_deleted():
+            raise RuntimeError(arr._deleted_message())
+        try:
+            view = memoryview(buf)
+        except BufferError:
+            view = None
+    if view is not None:
+        _check_exported(aval, view.shape, view.itemsize)
+        return np.asarray(view)
     if _host_addressable(arr):
-        npy = _cpu_copy_via_dlpack(buf, arr.aval)
+        npy = _cpu_copy_via_dlpack(arr)
         if npy is not None:
             arr._npy = npy
             return npy
     # Accelerator memory: jaxlib's host copy. It tries to import jax from C++,
     # which we refuse for the duration of the call (it copes without).
-    with _backend.no_jax_import():
+    with _Locked(arr), _backend.no_jax_import():
+        if buf.is_deleted():
+            raise RuntimeError(arr._deleted_message())
         npy, did_copy = buf._single_device_array_to_np_array_did_copy()
-    if npy.dtype != arr.aval.dtype:
-        npy = npy.view(arr.aval.dtype)
+    _check_exported(aval, npy.shape, npy.dtype.itemsize)
+    if npy.dtype != aval.dtype:
+        npy = npy.view(aval.dtype)
     npy.flags.writeable = False
     if did_copy:
         arr._npy = npy
     return npy
+
+
+def _check_exported(aval: ShapedArray, shape: tuple, itemsize: int) -> None:
+    """``BufferError`` unless a buffer exported with ``shape`` and ``itemsize`` holds
+    exactly an ``aval`` (same shape, same bytes per element)."""
+    if tuple(shape) != aval.shape or itemsize != aval.dtype.itemsize:
+        got = itemsize * int(np.prod(shape, dtype=object))
+        raise BufferError(
+            f"minijax.Array: the device buffer holds {got} bytes as {list(shape)} of "
+            f"{itemsize}-byte elements, but the array's type is {aval.str_short()} "
+            f"({aval.size * aval.dtype.itemsize} bytes); refusing to read it")
 
 
 # ---- bfloat16 on CPU: a copy read through DLPack --------------------------------------
@@ -400,21 +504,36 @@ def _is_row_major(tensor: _DLTensor, shape: tuple, itemsize: int) -> bool:
     return True
 
 
-def _cpu_copy_via_dlpack(buf: Any, aval) -> np.ndarray | None:
+def _cpu_copy_via_dlpack(arr: Array) -> np.ndarray | None:
     """A read-only host copy of a CPU buffer, or None if it is not laid out row-major."""
+    buf, aval = arr._buf, arr.aval
     dtype, shape = aval.dtype, aval.shape
-    if aval.size == 0:
-        out = np.zeros(shape, dtype)
-        out.flags.writeable = False
-        return out
-    buf.block_until_ready()
-    capsule = _jax.buffer_to_dlpack_managed_tensor(buf)
-    tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    if tensor.dtype.bits != dtype.itemsize * 8 or not _is_row_major(tensor, shape,
-                                                                       dtype.itemsize):
+    raw = None
+    with _Locked(arr):
+        if buf.is_deleted():
+            raise RuntimeError(arr._deleted_message())
+        if aval.size == 0:
+            if buf.on_device_size_in_bytes() != 0:
+                raise BufferError(f"minijax.Array: the device buffer is not empty but the "
+                                  f"array's type is {aval.str_short()}; refusing to read it")
+            out = np.zeros(shape, dtype)
+            out.flags.writeable = False
+            return out
+        buf.block_until_ready()
+        capsule = _jax.buffer_to_dlpack_managed_tensor(buf)
+        try:
+            tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+            dims = tuple(tensor.shape[i] for i in range(tensor.ndim))
+            itemsize = tensor.dtype.bits * tensor.dtype.lanes // 8
+            if (dims == shape and itemsize == dtype.itemsize
+                    and _is_row_major(tensor, shape, dtype.itemsize)):
+                raw = ctypes.string_at(tensor.data + tensor.byte_offset,
+                                       aval.size * dtype.itemsize)
+        finally:
+            tensor = capsule = None  # releases jaxlib's hold on the buffer, even on errors
+    _check_exported(aval, dims, itemsize)
+    if raw is None:
         return None
-    raw = ctypes.string_at(tensor.data + tensor.byte_offset, aval.size * dtype.itemsize)
-    del tensor, capsule  # releases jaxlib's hold on the buffer
     return np.frombuffer(raw, dtype).reshape(shape)  # read-only (backed by bytes)
 
 

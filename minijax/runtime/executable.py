@@ -27,6 +27,8 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
+from minijax.runtime import limits as _limits
+from minijax.runtime import lapack as _lapack
 from minijax.runtime.array import Array, _wrap, intern_aval
 
 __all__ = ["Executable", "MemoryAnalysis", "compile", "compile_count", "default_compile_options",
@@ -278,6 +280,9 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
       device: the device to run on (the backend's default device if None).
       donated: indices of parameters whose buffers the executable may reuse
         (marked ``tf.aliasing_output`` in the module).
+
+    Raises ``ValueError`` for a module holding an array of more than 2**63-1 bytes,
+    on which XLA would abort the process (see ``minijax.runtime.limits``).
     """
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
@@ -286,6 +291,8 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
             device, num_args, None if out_avals is None else len(out_avals))
     if isinstance(module, bytearray | memoryview):
         module = bytes(module)
+    _limits.check_module(module)  # XLA aborts on arrays of more than 2**63-1 bytes
+    _lapack.register_if_used(module)  # LAPACK custom-call targets, on first use
     try:
         loaded = backend.client.compile_and_load(module, _jax.DeviceList((device,)),
                                                  compile_options)
@@ -320,6 +327,7 @@ def deserialize(data: bytes, out_avals: Sequence[ShapedArray],
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
     data = bytes(data)
+    _lapack.register_if_used(data)
     try:
         loaded = backend.client.deserialize_executable(data, _jax.DeviceList((device,)))
     except Exception as e:  # noqa: BLE001 - XLA's errors are JaxRuntimeError or ValueError

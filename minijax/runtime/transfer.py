@@ -23,7 +23,7 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
-from minijax.runtime.array import Array, _wrap, intern_aval, to_numpy
+from minijax.runtime.array import Array, _Locked, _wrap, intern_aval, to_numpy
 
 __all__ = ["block_until_ready", "device_put", "put_numpy", "to_numpy"]
 
@@ -209,14 +209,17 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
 def _copy_array(x: Array, device) -> Array:
     device, s = _target(device)
     buf = x._buf
-    if buf.is_deleted():
-        raise RuntimeError(x._deleted_message())
-    if buf._sharding._device == device:
-        return x
-    try:
-        out = _batched_device_put(x.aval, s, [buf], [device], True, True, _COPY,
-                                  config.enable_x64)
-    except Exception:  # noqa: BLE001 - e.g. across clients: go through the host
+    with _Locked(x):  # a delete() in another thread waits for the copy
+        if buf.is_deleted():
+            raise RuntimeError(x._deleted_message())
+        if buf._sharding._device == device:
+            return x
+        try:
+            out = _batched_device_put(x.aval, s, [buf], [device], True, True, _COPY,
+                                      config.enable_x64)
+        except Exception:  # noqa: BLE001 - e.g. across clients: go through the host
+            out = None
+    if out is None:
         return put_numpy(np.array(to_numpy(x)), x.aval.weak_type, device, owned=True)
     return _wrap(out, intern_aval(x.aval, device))
 
@@ -241,13 +244,7 @@ def block_until_ready(x: Any) -> Any:
     if type(x) is Array:
         return x.block_until_ready()
     leaves, _ = _flatten(x)
-    bufs = []
-    for leaf in leaves:
-        if type(leaf) is Array:
-            leaf._check_alive()
-            bufs.append(leaf._buf)
-        elif hasattr(leaf, "block_until_ready"):
+    for leaf in leaves:  # one at a time: each under its own array's host lock
+        if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
-    if bufs:
-        _jax.batched_block_until_ready(bufs)
     return x
