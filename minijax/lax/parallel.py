@@ -20,6 +20,7 @@ from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, axis_size, get_aval
 from minijax.lax._util import type_error
 from minijax.lowering.types import dense_i64
+from minijax.transforms.ad import Zero, defjvp_linear, is_undefined
 
 
 def _axes_tuple(axis_name) -> tuple:
@@ -121,6 +122,46 @@ pmax_p = _reducer("pmax", "max")
 pmin_p = _reducer("pmin", "min")
 
 
+# psum is linear. Every member's output is the sum of all members' inputs, so the
+# cotangent of one member's input is the sum of all members' output cotangents: psum
+# transposes to psum (as in jax).
+def _psum_transpose(cts, *args, axes, axis_index_groups=None):
+    keep = [is_undefined(a) and type(c) is not Zero for a, c in zip(args, cts)]
+    summed = iter(psum_p.bind(*[c for c, k in zip(cts, keep) if k], axes=axes,
+                              axis_index_groups=axis_index_groups) if any(keep) else [])
+    return [next(summed) if k else None for k in keep]
+
+
+defjvp_linear(psum_p)
+psum_p.def_transpose(_psum_transpose)
+
+
+def _chooser_jvp(prim: Primitive):
+    """jvp of pmax/pmin: the tangent of the member(s) holding the extremum, averaged over
+    ties (as reduce_max's jvp does over positions)."""
+    def rule(primals, tangents, *, axes, axis_index_groups=None):
+        from minijax import lax
+        from minijax.transforms.ad import instantiate, tangent_aval
+        outs = prim.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
+        touts = []
+        for x, t, out in zip(primals, tangents, outs):
+            if type(t) is Zero or not dtypes.is_inexact(get_aval(out).dtype):
+                touts.append(Zero(tangent_aval(get_aval(out))))
+                continue
+            chosen = lax.convert_element_type(lax.eq(x, out), get_aval(x).dtype)
+            # (two binds: the count is not a tangent, so it must not share an equation)
+            count, = psum_p.bind(chosen, axes=axes, axis_index_groups=axis_index_groups)
+            num, = psum_p.bind(lax.mul(instantiate(t), chosen), axes=axes,
+                               axis_index_groups=axis_index_groups)
+            touts.append(lax.div(num, count))
+        return outs, touts
+    return rule
+
+
+pmax_p.def_jvp(_chooser_jvp(pmax_p))
+pmin_p.def_jvp(_chooser_jvp(pmin_p))
+
+
 def _tree_bind(prim, x, axis_name):
     from minijax.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(x)
@@ -186,9 +227,11 @@ def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
     from minijax.transforms.batching import bdim_at, moveaxis
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
+        # (`axis` counts the unbatched dimensions; a new axis inserted before the batch
+        # dimension moves it)
         shift = 1 if d is not None and d <= axis else 0
         out = all_gather_p.bind(x, axis_name=axis_name, axis=axis + shift, tiled=tiled)
-        return out, d
+        return out, d if d is None or shift or tiled else d + 1
     if len(axis_name) > 1:
         raise NotImplementedError("all_gather over several axes at once under vmap")
     x = bdim_at(x, d, trace.axis_size, 0)
@@ -202,6 +245,22 @@ def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
 
 all_gather_p.def_batch(_all_gather_batch)
 all_gather_p.def_rule("batch_always")(True)
+
+
+def _all_gather_transpose(ct, x, *, axis_name, axis, tiled):
+    # Member j's input appears in every member's output at block j: its cotangent is the
+    # sum over members of their cotangents' block j (a psum, then this member's block).
+    from minijax import lax
+    summed = psum_p.bind(ct, axes=axis_name, axis_index_groups=None)[0]
+    index = axis_index_p.bind(axis_name=axis_name)
+    if tiled:
+        size = x.aval.shape[axis]
+        return [lax.dynamic_slice_in_dim(summed, lax.mul(index, np.int32(size)), size, axis)]
+    return [lax.dynamic_index_in_dim(summed, index, axis, keepdims=False)]
+
+
+defjvp_linear(all_gather_p)
+all_gather_p.def_transpose(_all_gather_transpose)
 
 
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
@@ -312,6 +371,16 @@ def _ppermute_batch(trace, vals, dims, *, axis_name, perm):
 
 
 ppermute_p.def_batch(_ppermute_batch)
+
+
+def _ppermute_transpose(ct, x, *, axis_name, perm):
+    # A permutation's transpose is its inverse (members that sent nothing get zeros).
+    inverse = tuple((dst, src) for src, dst in perm)
+    return [ppermute_p.bind(ct, axis_name=axis_name, perm=inverse)]
+
+
+defjvp_linear(ppermute_p)
+ppermute_p.def_transpose(_ppermute_transpose)
 
 
 def ppermute(x, axis_name, perm):

@@ -86,7 +86,8 @@ def clamp(min, x, max):  # noqa: A002
 # ---- differentiation rules ---------------------------------------------------------------
 
 from minijax.core.trace import get_aval  # noqa: E402
-from minijax.transforms.ad import Zero, instantiate, is_undefined, tangent_aval  # noqa: E402
+from minijax.transforms.ad import (Zero, add_tangents, instantiate, is_undefined,  # noqa: E402
+                                   tangent_aval)
 
 
 def _select_n_jvp(primals, tangents):
@@ -117,18 +118,27 @@ def _select_n_transpose(ct, which, *cases):
 
 
 def _clamp_jvp(primals, tangents):
+    # As jax: the operand's tangent where lo < x < hi, lo's where x < lo (and lo < hi), hi's
+    # where x > hi; none at ties. Scalar bounds' tangents are broadcast.
+    import numpy as np
+    from minijax.lax.binary import bitwise_and, gt, lt
+    from minijax.lax.shape import broadcast_in_dim
     lo, x, hi = primals
     out = clamp_p.bind(lo, x, hi)
-    t = tangents[1]
-    if type(t) is Zero:
-        return out, Zero(tangent_aval(get_aval(out)))
-    from minijax.lax.binary import ge, le, bitwise_and
-    inside = bitwise_and(ge(x, lo), le(x, hi))
-    import numpy as np
-    from minijax.lax.shape import broadcast_in_dim
     aval = get_aval(out)
+    if all(type(t) is Zero for t in tangents):
+        return out, Zero(tangent_aval(aval))
     zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
-    return out, select(inside, t, zeros)
+    conds = (bitwise_and(gt(lo, x), lt(lo, hi)), bitwise_and(gt(x, lo), lt(x, hi)), lt(hi, x))
+    acc = None
+    for t, cond in zip(tangents, conds):
+        if type(t) is Zero:
+            continue
+        if get_aval(t).shape != aval.shape:
+            t = broadcast_in_dim(t, aval.shape, ())
+        part = select(cond, t, zeros)
+        acc = part if acc is None else add_tangents(acc, part)
+    return out, acc
 
 
 select_n_p.def_jvp(_select_n_jvp)
