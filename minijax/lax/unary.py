@@ -56,6 +56,20 @@ def _exp2_lower(ctx, x):
     return ctx.op("stablehlo.exponential", [prod], aval)
 
 
+# stablehlo.sign takes no unsigned integers: there sign(x) is 1 where x != 0, else 0.
+@sign_p.def_lowering
+def _sign_lower(ctx, x):
+    aval = ctx.avals_out[0]
+    if not dtypes.is_unsigned(aval.dtype):
+        return ctx.op("stablehlo.sign", [x], aval)
+    zero = ctx.constant(0, aval.dtype, aval.shape)
+    nonzero = ctx.op("stablehlo.compare", [x, zero], ShapedArray(aval.shape, dtypes.bool_), {
+        "comparison_direction": "#stablehlo<comparison_direction NE>",
+        "compare_type": "#stablehlo<comparison_type UNSIGNED>"})
+    return ctx.op("stablehlo.select", [nonzero, ctx.constant(1, aval.dtype, aval.shape), zero],
+                  aval)
+
+
 @is_finite_p.def_abstract_eval
 def _is_finite_abstract(x):
     check_dtype("is_finite", x, "f")

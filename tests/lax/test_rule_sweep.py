@@ -1,0 +1,758 @@
+"""The rule sweep: every registered primitive's rules, checked on generated cases.
+
+Primitives are discovered from the registry (``core.trace.registered_primitives``), so a
+new primitive is checked as soon as its module is imported. Each case applies one
+primitive through the API jax and minijax share (``fn(L, *args)`` with ``L`` either
+library), on operands drawn from a table of shapes, dtypes and value domains, and checks:
+
+- abstract eval against lowering: the avals traced for the case against the result types
+  of the HLO entry computation of ``jit(f).lower(...)`` and against the arrays the compiled
+  executable returns; shapes, dtypes, weak types and values against jax;
+- jvp against central finite differences (where the function is smooth at the operands)
+  and against ``jax.jvp``;
+- transposes through the identity ``<vjp(ct), t> == <ct, jvp(t)>``, taking jax's
+  pairing ``Re(sum(a * b))`` (no conjugation) for complex values: reverse mode runs the
+  transpose rule of every linear primitive the jvp emits, the primitive itself when it is
+  linear;
+- batching against a Python loop: ``vmap`` over a leading axis, over a middle axis, and
+  over one operand at a time (the others unbatched), against stacked per-example results.
+
+Collectives run all of the above inside ``vmap(axis_name="i")`` (the operands' leading
+axis is the named one), and their lowering with ``xla_computation(axis_env=...)``.
+
+The listing tests fail when a primitive lacks a rule it should have (a jvp and a batching
+rule for every primitive, a transpose for the linear ones) or has no case here, unless it
+is in ``EXCLUDED`` with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import zlib
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import numpy as np
+import pytest
+from jax.experimental import pallas as jax_pallas
+
+import minijax
+import minijax.experimental.pallas as mini_pallas
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.trace import extend_axis_env, registered_primitives
+from minijax.experimental.xla_metadata import set_xla_metadata
+from minijax.lax.ad_util import add_any
+
+B = 3      # vmap batch size
+NAMED = 4  # size of the named axis "i" of collective cases
+
+
+def _import_all_primitive_modules() -> None:
+    """Import every minijax module, so every primitive is registered."""
+    for info in pkgutil.walk_packages(minijax.__path__, "minijax."):
+        if info.name.endswith("__main__") or info.name == "minijax.demo":
+            continue
+        importlib.import_module(info.name)
+
+
+_import_all_primitive_modules()
+
+
+# ---- the two libraries ------------------------------------------------------------------------
+
+class _Lib:
+    """``jax.lax`` or ``minijax.lax`` functions as attributes, plus the other functions the
+    cases need (jit, checkpoint, custom_jvp, ...) under the same names in both."""
+
+    def __init__(self, lax_module, **extra):
+        self._lax = lax_module
+        self.__dict__.update(extra)
+
+    def __getattr__(self, name):
+        return getattr(self._lax, name)
+
+
+MJ = _Lib(lax, jit=minijax.jit, checkpoint=minijax.checkpoint, custom_jvp=minijax.custom_jvp,
+          custom_vjp=minijax.custom_vjp, pl=mini_pallas, Shape=minijax.ShapeDtypeStruct)
+JX = _Lib(jax.lax, jit=jax.jit, checkpoint=jax.checkpoint, custom_jvp=jax.custom_jvp,
+          custom_vjp=jax.custom_vjp, pl=jax_pallas, Shape=jax.ShapeDtypeStruct)
+
+
+# ---- operands ---------------------------------------------------------------------------------
+
+class Arg(NamedTuple):
+    """An operand: shape, dtype and the domain its values are drawn from.
+
+    Domains: ``any`` (normal; small integers), ``pos`` (in [0.5, 2)), ``away`` (away from
+    zero), ``frac`` (away from integers), ``small`` (in [-1, 1)), ``distinct`` (no ties),
+    ``bits`` (shift amounts 0..7), ``("int", lo, hi)`` and ``("perm", n)`` (distinct
+    integers below n).
+    """
+
+    shape: tuple
+    dtype: np.dtype = np.dtype(np.float32)
+    domain: object = "any"
+
+
+def _real_values(rng, shape, domain) -> np.ndarray:
+    if domain == "pos":
+        return rng.uniform(0.5, 2.0, shape)
+    if domain == "away":
+        return rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+    if domain == "frac":
+        return rng.integers(-3, 3, shape) + rng.uniform(0.2, 0.8, shape)
+    if domain == "small":
+        return rng.uniform(-1.0, 1.0, shape)
+    if domain == "distinct":
+        n = int(np.prod(shape, dtype=np.int64))
+        return (rng.permutation(n) * 0.37 - n * 0.15).reshape(shape)
+    return rng.standard_normal(shape)
+
+
+def draw(arg: Arg, rng) -> np.ndarray:
+    shape, dt, dom = arg.shape, np.dtype(arg.dtype), arg.domain
+    if isinstance(dom, tuple) and dom[0] == "int":
+        return rng.integers(dom[1], dom[2], shape).astype(dt)
+    if isinstance(dom, tuple) and dom[0] == "perm":
+        n = int(np.prod(shape, dtype=np.int64))
+        return rng.permutation(dom[1])[:n].reshape(shape).astype(dt)
+    if dt == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtypes.is_int(dt):
+        if dom == "bits":
+            return rng.integers(0, 8, shape).astype(dt)
+        lo = 1 if dom in ("pos", "away") or dtypes.is_unsigned(dt) else -5
+        vals = rng.integers(lo, 6, shape)
+        if dom == "away":
+            vals = vals * rng.choice([-1, 1], shape)
+        return vals.astype(dt)
+    vals = _real_values(rng, shape, dom)
+    if dtypes.is_complex(dt):
+        imag = rng.uniform(-0.5, 0.5, shape) if dom in ("pos", "away") else \
+            _real_values(rng, shape, dom)
+        vals = vals + 1j * imag
+    return np.asarray(vals).astype(dt)
+
+
+def _inexact(x) -> bool:
+    return dtypes.is_inexact(np.dtype(x.dtype))
+
+
+# ---- cases --------------------------------------------------------------------------------------
+
+class Case(NamedTuple):
+    """One application of ``prim``: ``fn(L, *operands)`` with operands drawn from ``args``.
+
+    ``jax``: jax computes the same function (values, types and jvp are compared);
+    ``jax_ad``: jax differentiates it too; ``smooth``: finite differences are meaningful at
+    the operands; ``rev``: reverse mode is supported (False for while loops, as in jax);
+    ``fwd``: forward mode is supported (without it the transpose check uses finite
+    differences);
+    ``named``: run inside ``vmap(axis_name="i")`` over the operands' leading axis;
+    ``tol``: relative tolerance of the comparisons with jax and finite differences.
+    """
+
+    prim: str
+    fn: Callable
+    args: tuple
+    label: str = ""
+    jax: bool = True
+    jax_ad: bool = True
+    smooth: bool = True
+    rev: bool = True
+    fwd: bool = True
+    named: bool = False
+    tol: float = 1e-4
+
+    @property
+    def id(self) -> str:
+        return f"{self.prim}[{self.label}]" if self.label else self.prim
+
+
+F32, C64, I32, U8 = (np.dtype(t) for t in (np.float32, np.complex64, np.int32, np.uint8))
+F16, BOOL = np.dtype(np.float16), np.dtype(np.bool_)
+_KIND = {F32: "f", F16: "f", C64: "c", I32: "i", U8: "u", BOOL: "b"}
+SHAPE = (2, 3)
+# Operand dtypes minijax's lax accepts where jax's does not (no comparison with jax).
+JAX_REJECTS = {("abs", U8), ("add", BOOL), ("mul", BOOL)}
+
+CASES: list[Case] = []
+
+
+def case(prim, fn, *args, **kw) -> None:
+    CASES.append(Case(prim, fn, tuple(args), **kw))
+
+
+# Elementwise one-operand primitives: (primitive, lax function, dtype kinds, domain, smooth).
+# (sign's derivative is taken as zero, as in jax, also where it is smooth: complex operands)
+UNARY = [
+    ("neg", "neg", "fciu", "any", True), ("sin", "sin", "fc", "any", True),
+    ("cos", "cos", "fc", "any", True), ("tan", "tan", "fc", "small", True),
+    ("tanh", "tanh", "fc", "any", True), ("exp", "exp", "fc", "any", True),
+    ("exp2", "exp2", "fc", "any", True), ("log", "log", "fc", "pos", True),
+    ("log1p", "log1p", "fc", "pos", True), ("expm1", "expm1", "fc", "any", True),
+    ("sqrt", "sqrt", "fc", "pos", True), ("rsqrt", "rsqrt", "fc", "pos", True),
+    ("cbrt", "cbrt", "f", "pos", True), ("logistic", "logistic", "fc", "any", True),
+    ("sign", "sign", "fciu", "away", False), ("floor", "floor", "f", "frac", True),
+    ("ceil", "ceil", "f", "frac", True), ("not", "bitwise_not", "biu", "any", True),
+    ("is_finite", "is_finite", "f", "any", True), ("abs", "abs", "fciu", "away", True),
+    ("erf", "erf", "f", "any", True), ("square", "square", "fciu", "any", True),
+    ("real", "real", "c", "any", True), ("imag", "imag", "c", "any", True),
+]
+for _prim, _fn, _kinds, _dom, _smooth in UNARY:
+    for _dt in (F32, C64, I32, U8, BOOL):
+        if _KIND[_dt] in _kinds:
+            case(_prim, lambda L, x, f=_fn: getattr(L, f)(x), Arg(SHAPE, _dt, _dom),
+                 label=_dt.name, smooth=_smooth or _dt != C64,
+                 jax=(_prim, _dt) not in JAX_REJECTS)
+case("round", lambda L, x: L.round(x, 0), Arg(SHAPE, F32, "frac"), label="away_from_zero")
+case("round", lambda L, x: L.round(x, 1), Arg(SHAPE, F32, "frac"), label="to_even")
+for _y, _dt, _dom in ((3, F32, "any"), (-2, F32, "pos"), (0, F32, "any"), (1, C64, "any"),
+                      (2, C64, "any"), (3, I32, "any")):
+    case("integer_pow", lambda L, x, y=_y: L.integer_pow(x, y), Arg(SHAPE, _dt, _dom),
+         label=f"{_dt.name}^{_y}")
+
+# Elementwise two-operand primitives: (primitive, lax function, kinds, x domain, y domain).
+BINARY = [
+    ("add", "add", "fciub", "any", "any"), ("sub", "sub", "fciu", "any", "any"),
+    ("mul", "mul", "fciub", "any", "any"), ("div", "div", "fciu", "any", "away"),
+    ("rem", "rem", "fiu", "pos", ("int", 3, 6)), ("pow", "pow", "fc", "pos", "any"),
+    ("max", "max", "fiub", "any", "any"), ("min", "min", "fiub", "any", "any"),
+    ("atan2", "atan2", "f", "away", "away"), ("and", "bitwise_and", "biu", "any", "any"),
+    ("or", "bitwise_or", "biu", "any", "any"), ("xor", "bitwise_xor", "biu", "any", "any"),
+    ("shift_left", "shift_left", "iu", "any", "bits"),
+    ("shift_right_arithmetic", "shift_right_arithmetic", "iu", "any", "bits"),
+    ("shift_right_logical", "shift_right_logical", "iu", "any", "bits"),
+    ("eq", "eq", "fciub", "any", "any"), ("ne", "ne", "fciub", "any", "any"),
+    ("lt", "lt", "fiub", "any", "any"), ("le", "le", "fiub", "any", "any"),
+    ("gt", "gt", "fiub", "any", "any"), ("ge", "ge", "fiub", "any", "any"),
+]
+for _prim, _fn, _kinds, _dx, _dy in BINARY:
+    for _dt in (F32, C64, I32, BOOL):
+        if _KIND[_dt] in _kinds:
+            _ydom = _dy if _dt != F32 or not isinstance(_dy, tuple) else "pos"
+            case(_prim, lambda L, x, y, f=_fn: getattr(L, f)(x, y), Arg(SHAPE, _dt, _dx),
+                 Arg(SHAPE, _dt, _ydom), label=_dt.name, jax=(_prim, _dt) not in JAX_REJECTS)
+for _prim in ("add", "sub", "mul", "div", "max", "pow", "atan2", "lt"):
+    _, _fn, _, _dx, _dy = next(b for b in BINARY if b[0] == _prim)
+    case(_prim, lambda L, x, y, f=_fn: getattr(L, f)(x, y), Arg(SHAPE, F32, _dx),
+         Arg((), F32, _dy), label="scalar_rhs")
+# (minijax takes nextafter's derivative as zero; jax has no rule)
+case("nextafter", lambda L, x, y: L.nextafter(x, y), Arg(SHAPE), Arg(SHAPE), smooth=False,
+     jax_ad=False)
+case("add_any", lambda L, x, y: add_any(x, y), Arg(SHAPE), Arg(SHAPE), jax=False)
+case("add_any", lambda L, x, y: add_any(x, y), Arg(SHAPE, C64), Arg(SHAPE, C64), jax=False,
+     label="complex64")
+
+for _src, _dst, _dom in ((F32, C64, "any"), (C64, F32, "any"), (F32, I32, "frac"),
+                         (I32, F32, "any"), (F32, F16, "small"), (F32, BOOL, "away"),
+                         (BOOL, F32, "any"), (C64, I32, "frac")):
+    case("convert_element_type", lambda L, x, d=_dst: L.convert_element_type(x, d),
+         Arg(SHAPE, _src, _dom), label=f"{_src.name}_to_{_dst.name}",
+         tol=1e-2 if _dst == F16 else 1e-4)
+case("stop_gradient", lambda L, x: L.stop_gradient(x) * x, Arg(SHAPE), smooth=False)
+
+# select_n and clamp
+case("select_n", lambda L, p, a, b: L.select_n(p, a, b), Arg(SHAPE, BOOL), Arg(SHAPE),
+     Arg(SHAPE), label="bool")
+case("select_n", lambda L, p, a, b, c: L.select_n(p, a, b, c), Arg(SHAPE, I32, ("int", 0, 3)),
+     Arg(SHAPE, C64), Arg(SHAPE, C64), Arg(SHAPE, C64), label="int32_complex64")
+case("select_n", lambda L, p, a, b: L.select_n(p, a, b), Arg((), BOOL), Arg(SHAPE), Arg(SHAPE),
+     label="scalar_predicate")
+# (jax's clamp jvp fails for tangents of scalar bounds)
+case("clamp", lambda L, lo, x, hi: L.clamp(lo, x, hi), Arg((), F32, ("int", -1, 0)),
+     Arg(SHAPE, F32, "frac"), Arg((), F32, ("int", 1, 2)), label="scalar_bounds", jax_ad=False)
+case("clamp", lambda L, lo, x, hi: L.clamp(lo, x, hi), Arg(SHAPE, F32, ("int", -2, 0)),
+     Arg(SHAPE, F32, "frac"), Arg(SHAPE, F32, ("int", 1, 3)), label="array_bounds")
+
+# reductions
+for _dt, _axes in ((F32, (1,)), (F32, (0, 2)), (C64, (0,)), (I32, (1,))):
+    case("reduce_sum", lambda L, x, a=_axes: L.reduce_sum(x, a), Arg((2, 3, 4), _dt),
+         label=f"{_dt.name}{list(_axes)}")
+case("reduce_prod", lambda L, x: L.reduce_prod(x, (1,)), Arg((2, 3, 4)))
+case("reduce_prod", lambda L, x: L.reduce_prod(x, (0,)), Arg((3, 2), C64), label="complex64")
+for _prim in ("reduce_max", "reduce_min"):
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (0, 2)), Arg((2, 3, 4), F32, "distinct"))
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (1,)), Arg(SHAPE, I32), label="int32")
+for _prim in ("reduce_and", "reduce_or"):
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (1,)), Arg((2, 3), BOOL))
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (0,)), Arg((2, 3), I32), label="int32")
+for _prim in ("argmax", "argmin"):
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, 1, np.int32), Arg((2, 3, 4)))
+for _prim in ("cumsum", "cumprod", "cummax", "cummin"):
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, 1), Arg((2, 4), F32, "distinct"))
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, 0, reverse=True),
+         Arg((3, 2), F32, "distinct"), label="reverse")
+case("cumsum", lambda L, x: L.cumsum(x, 1), Arg(SHAPE, C64), label="complex64")
+
+# dot_general
+_MATMUL = (((1,), (0,)), ((), ()))
+case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3)), Arg((3, 4)))
+case("dot_general", lambda L, a, b: L.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
+     Arg((2, 3, 4)), Arg((2, 4, 2)), label="batch_dims")
+case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), C64),
+     Arg((3, 2), C64), label="complex64")
+case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), I32),
+     Arg((3, 2), I32), label="int32")
+
+# shapes
+case("broadcast_in_dim", lambda L, x: L.broadcast_in_dim(x, (2, 3, 4), (1, 2)), Arg((3, 1)))
+case("broadcast_in_dim", lambda L, x: L.broadcast_in_dim(x, (2, 3), ()), Arg(()),
+     label="scalar")
+case("reshape", lambda L, x: L.reshape(x, (6, 4)), Arg((2, 3, 4)))
+case("reshape", lambda L, x: L.reshape(x, (4, 6), (2, 0, 1)), Arg((2, 3, 4)),
+     label="dimensions")
+case("transpose", lambda L, x: L.transpose(x, (2, 0, 1)), Arg((2, 3, 4)))
+case("squeeze", lambda L, x: L.squeeze(x, (1, 3)), Arg((2, 1, 3, 1)))
+case("concatenate", lambda L, a, b, c: L.concatenate([a, b, c], 1), Arg((2, 3)), Arg((2, 1)),
+     Arg((2, 2)))
+case("pad", lambda L, x, v: L.pad(x, v, ((1, 2, 0), (-1, 1, 2))), Arg((3, 4)), Arg(()))
+case("pad", lambda L, x, v: L.pad(x, v, ((0, 1, 1),)), Arg((3,), C64), Arg((), C64),
+     label="complex64")
+case("rev", lambda L, x: L.rev(x, (0, 2)), Arg((2, 3, 4)))
+case("iota", lambda L: L.iota(np.int32, 5))
+case("iota", lambda L: L.broadcasted_iota(np.float32, (2, 3), 1), label="broadcasted")
+
+# slicing
+case("slice", lambda L, x: L.slice(x, (1, 0), (5, 7), (2, 3)), Arg((5, 7)))
+case("dynamic_slice", lambda L, x, i, j: L.dynamic_slice(x, (i, j), (2, 3)), Arg((5, 6)),
+     Arg((), I32, ("int", -2, 6)), Arg((), I32, ("int", 0, 6)))
+case("dynamic_update_slice", lambda L, x, u, i, j: L.dynamic_update_slice(x, u, (i, j)),
+     Arg((5, 6)), Arg((2, 3)), Arg((), I32, ("int", 0, 5)), Arg((), I32, ("int", 0, 6)))
+
+
+def _gdn(L, offset, collapsed, start_map, obd=(), sibd=()):
+    return L.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=collapsed,
+                                    start_index_map=start_map, operand_batching_dims=obd,
+                                    start_indices_batching_dims=sibd)
+
+
+def _sdn(L):
+    return L.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))
+
+
+case("gather", lambda L, x, i: L.gather(x, i, _gdn(L, (1,), (0,), (0,)), (1, 4), mode="clip"),
+     Arg((5, 4)), Arg((3, 1), I32, ("int", 0, 5)), label="rows")
+case("gather", lambda L, x, i: L.gather(x, i, _gdn(L, (0, 2), (), (0, 1)), (2, 3),
+                                        mode="fill", fill_value=0.5),
+     Arg((5, 6)), Arg((2, 2), I32, ("int", -1, 5)), label="windows_fill")
+case("scatter", lambda L, x, i, u: L.scatter(x, i, u, _sdn(L), unique_indices=True),
+     Arg((5, 4)), Arg((3, 1), I32, ("perm", 5)), Arg((3, 4)))
+# (jax differentiates scatter-mul only with unique indices)
+for _prim, _fn, _dom in (("scatter-add", "scatter_add", "any"),
+                         ("scatter-mul", "scatter_mul", "any"),
+                         ("scatter-min", "scatter_min", "distinct"),
+                         ("scatter-max", "scatter_max", "distinct")):
+    case(_prim, lambda L, x, i, u, f=_fn: getattr(L, f)(x, i, u, _sdn(L)),
+         Arg((5, 4), F32, _dom), Arg((3, 1), I32, ("int", 0, 5)), Arg((3, 4), F32, _dom),
+         jax_ad=_prim != "scatter-mul")
+case("scatter-add", lambda L, x, i, u: L.scatter_add(x, i, u, _sdn(L)), Arg((5, 4), C64),
+     Arg((3, 1), I32, ("int", 0, 5)), Arg((3, 4), C64), label="complex64")
+
+# sort
+case("sort", lambda L, x: L.sort(x, 0), Arg((4, 3), F32, "distinct"))
+case("sort", lambda L, k, v: L.sort_key_val(k, v, 1), Arg((2, 5), F32, "distinct"),
+     Arg((2, 5)), label="key_val")
+
+
+# control flow and calls
+def _cond(L, p, x):
+    return L.cond(p, lambda y: L.sin(y) * 2.0, lambda y: L.cos(y), x)
+
+
+def _while(L, x, n):
+    return L.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, L.sin(c[1]) * 1.5), (0, x))[1]
+
+
+def _scan(L, c, xs):
+    return L.scan(lambda c, x: (c * L.sin(x) + x, c * x), c, xs)
+
+
+def _custom_jvp(L, x):
+    @L.custom_jvp
+    def f(y):
+        return L.sin(y)
+
+    f.defjvp(lambda p, t: (L.sin(p[0]), L.cos(p[0]) * t[0]))
+    return f(x)
+
+
+def _custom_vjp(L, x):
+    @L.custom_vjp
+    def f(y):
+        return L.sin(y)
+
+    f.defvjp(lambda y: (L.sin(y), L.cos(y)), lambda res, ct: (res * ct,))
+    return f(x)
+
+
+def _pallas(L, x):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = L.sin(x_ref[...]) * 2.0
+    return L.pl.pallas_call(kernel, out_shape=L.Shape(x.shape, x.dtype), interpret=True)(x)
+
+
+case("cond", _cond, Arg((), BOOL), Arg(SHAPE))
+case("while", _while, Arg(SHAPE), Arg((), I32, ("int", 0, 4)), rev=False)
+case("scan", _scan, Arg((3,)), Arg((4, 3)))
+case("jit", lambda L, x: L.jit(lambda y: L.sin(y) * y)(x), Arg(SHAPE))
+case("checkpoint", lambda L, x: L.checkpoint(lambda y: L.sin(L.sin(y)))(x), Arg(SHAPE))
+case("custom_jvp_call", _custom_jvp, Arg(SHAPE))
+case("custom_vjp_call", _custom_vjp, Arg(SHAPE), fwd=False)  # (jvp raises, as in jax)
+case("pallas_call", _pallas, Arg((8, 128)), fwd=False, rev=False)
+case("xla_metadata_value", lambda L, x: set_xla_metadata(L.sin(x), tag="a") * x, Arg(SHAPE),
+     jax=False)
+
+# collectives over the named axis "i" (operands have a leading axis of size NAMED)
+_N = (NAMED,)
+case("psum", lambda L, x: L.psum(x, "i"), Arg(_N + SHAPE), named=True)
+case("psum", lambda L, x: L.psum(x, "i"), Arg(_N + SHAPE, C64), label="complex64", named=True)
+# (jax has no jvp of pmax and pmin)
+case("pmax", lambda L, x: L.pmax(x, "i"), Arg(_N + SHAPE, F32, "distinct"), named=True,
+     jax_ad=False)
+case("pmin", lambda L, x: L.pmin(x, "i"), Arg(_N + SHAPE, F32, "distinct"), named=True,
+     jax_ad=False)
+case("all_gather", lambda L, x: L.all_gather(x, "i"), Arg(_N + SHAPE), named=True)
+case("all_gather", lambda L, x: L.all_gather(x, "i", axis=1, tiled=True), Arg(_N + SHAPE),
+     label="tiled", named=True)
+case("axis_index", lambda L, x: x * L.convert_element_type(L.axis_index("i"), np.float32),
+     Arg(_N + SHAPE), named=True)
+case("ppermute", lambda L, x: L.ppermute(x, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]),
+     Arg(_N + SHAPE), named=True)
+# (jax's vmap of ppermute takes full permutations only)
+case("ppermute", lambda L, x: L.ppermute(x, "i", [(0, 2), (3, 1)]), Arg(_N + SHAPE),
+     label="partial", named=True, jax=False)
+
+
+# ---- which rules each primitive must have --------------------------------------------------
+
+# Primitives linear in some of their operands (for the others held fixed): they need a
+# transpose rule for reverse mode.
+LINEAR = {
+    "neg", "add", "sub", "mul", "div", "add_any", "real", "imag", "convert_element_type",
+    "select_n", "reduce_sum", "cumsum", "dot_general", "broadcast_in_dim", "reshape",
+    "transpose", "squeeze", "concatenate", "pad", "rev", "slice", "dynamic_slice",
+    "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul", "sort", "cond",
+    "scan", "jit", "checkpoint", "custom_lin", "xla_metadata_value", "psum", "all_gather",
+    "ppermute",
+}
+
+# Rules a primitive may lack, each with the reason.
+EXCLUDED: dict[str, dict[str, str]] = {
+    # No operands: jvp and vmap bind it as it is (there is nothing to differentiate or
+    # batch), so no rule is ever called.
+    "iota": {"batch": "no operands"},
+    "axis_index": {"jvp": "no operands"},
+    # Only inside a linear jaxpr built by reverse mode of a custom_vjp function, which is
+    # transposed (calling the user's bwd), never differentiated or batched itself;
+    # forward mode of a custom_vjp function is an error, as in jax.
+    "custom_lin": {"jvp": "only in linear jaxprs, which are transposed",
+                   "batch": "only in linear jaxprs, which are transposed",
+                   "case": "exercised by the custom_vjp_call case's reverse mode"},
+    # Pallas kernel-body primitives: they only exist inside a kernel's jaxpr, which
+    # pallas_call interprets or lowers as a whole (its batching rule adds a grid axis).
+    "get": {"jvp": "pallas kernel body only", "batch": "pallas kernel body only",
+            "case": "exercised by the pallas_call case"},
+    "swap": {"jvp": "pallas kernel body only", "batch": "pallas kernel body only",
+             "case": "exercised by the pallas_call case"},
+    "program_id": {"jvp": "pallas kernel body only", "batch": "pallas kernel body only",
+                   "case": "pallas kernel body only; tests/experimental/test_pallas.py"},
+}
+
+RULE_ATTRS = {"jvp": "jvp", "batch": "batch", "transpose": "transpose"}
+
+
+def _prims() -> dict:
+    out = {}
+    for p in registered_primitives():
+        out.setdefault(p.name, p)
+    return out
+
+
+def _missing_rules() -> list[str]:
+    missing = []
+    for name, p in sorted(_prims().items()):
+        wanted = ["jvp", "batch"] + (["transpose"] if name in LINEAR else [])
+        for rule in wanted:
+            if getattr(p, RULE_ATTRS[rule]) is None and rule not in EXCLUDED.get(name, {}):
+                missing.append(f"{name}: no {rule} rule")
+    return missing
+
+
+def test_every_primitive_has_its_rules():
+    missing = _missing_rules()
+    assert not missing, "\n".join(missing)
+
+
+def test_every_primitive_has_a_sweep_case():
+    covered = {c.prim for c in CASES}
+    missing = [n for n in sorted(_prims()) if n not in covered and
+               "case" not in EXCLUDED.get(n, {})]
+    assert not missing, f"add a case (or an EXCLUDED entry with the reason) for {missing}"
+
+
+def test_exclusions_and_declarations_name_real_primitives():
+    names = set(_prims())
+    assert set(EXCLUDED) <= names
+    assert LINEAR <= names
+    # an exclusion of a rule the primitive has is stale
+    for name, rules in EXCLUDED.items():
+        for rule in rules:
+            if rule != "case":
+                assert getattr(_prims()[name], RULE_ATTRS[rule]) is None, (name, rule)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def _rng(c: Case, salt: str = ""):
+    return np.random.default_rng(zlib.crc32((c.id + salt).encode()))
+
+
+def _operands(c: Case, salt: str = "") -> list:
+    rng = _rng(c, salt)
+    return [draw(a, rng) for a in c.args]
+
+
+def _flat(out) -> list:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _mini(c: Case) -> Callable:
+    return lambda *xs: c.fn(MJ, *xs)
+
+
+def _jax(c: Case) -> Callable:
+    return lambda *xs: c.fn(JX, *xs)
+
+
+def _wrap(c: Case, h: Callable, lib=minijax) -> Callable:
+    """``h`` jitted; for a collective's case, mapped over the named axis first."""
+    if c.named:
+        h = lib.vmap(h, axis_name="i")
+    return lib.jit(h)
+
+
+def _close(got, want, tol, what):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if got.dtype == dtypes.float0:
+        return
+    if not _inexact(want):
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128),
+                               rtol=tol, atol=tol, err_msg=what)
+
+
+def _pair(a, b) -> tuple[float, float]:
+    """jax's pairing of (co)tangents, ``Re(sum(a * b))``, and the sum of ``|a * b|``."""
+    p = np.asarray(a).astype(np.complex128) * np.asarray(b).astype(np.complex128)
+    return float(np.sum(p).real), float(np.sum(np.abs(p)))
+
+
+def _diff_args(c: Case, args: list):
+    """(positions of inexact operands, g(*all operands, *their tangents) -> jvp outputs)."""
+    pos = [k for k, a in enumerate(args) if _inexact(a)]
+    n = len(args)
+
+    def run_jvp(L, api):
+        def h(*xs):
+            ops, ts = list(xs[:n]), xs[n:]
+
+            def g(*fargs):
+                full = list(ops)
+                for k, v in zip(pos, fargs):
+                    full[k] = v
+                return c.fn(L, *full)
+            return api.jvp(g, tuple(ops[k] for k in pos), tuple(ts))
+        return h
+    return pos, run_jvp
+
+
+def _tangents(c: Case, args: list, pos: list) -> list:
+    rng = _rng(c, "tangent")
+    return [draw(Arg(args[k].shape, args[k].dtype), rng) for k in pos]
+
+
+DIFF_CASES = [c for c in CASES if any(np.dtype(a.dtype).kind in "fc" for a in c.args)]
+
+
+# ---- abstract eval vs lowering ----------------------------------------------------------------
+
+_HLO_DTYPES = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+               "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+               "c64": "complex64", "c128": "complex128"}
+
+
+def _hlo_result_types(hlo: str) -> list[tuple]:
+    """(shape, dtype name) of each result, from the entry computation layout."""
+    layout = re.search(r"entry_computation_layout=\{\((.*)\)->(.*)\}", hlo).group(2)
+    return [(tuple(int(d) for d in dims.split(",") if d), _HLO_DTYPES[t])
+            for t, dims in re.findall(r"(pred|[suf]\d+|bf16|c\d+)\[([\d,]*)\]", layout)]
+
+
+def _traced(c: Case, args: list):
+    """The case's jaxpr (for a collective: one member's, with the axis bound)."""
+    f = _mini(c)
+    if c.named:
+        with extend_axis_env([("i", NAMED)]):
+            return minijax.make_jaxpr(f)(*[a[0] for a in args])
+    return minijax.make_jaxpr(f)(*args)
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.id)
+def test_abstract_eval_matches_lowering_and_jax(c):
+    args = _operands(c)
+    jaxpr = _traced(c, args)
+    assert c.prim in {e.primitive.name for e in jaxpr.jaxpr.eqns}, str(jaxpr)
+    avals = jaxpr.out_avals
+    want = [(a.shape, a.dtype.name) for a in avals]
+    if c.named:
+        comp = minijax.xla_computation(_mini(c), axis_env=[("i", NAMED)])(*[a[0] for a in args])
+        assert _hlo_result_types(comp.as_hlo_text()) == want
+    else:
+        assert _hlo_result_types(minijax.jit(_mini(c)).lower(*args).as_text("hlo")) == want
+    outs = _flat(_wrap(c, _mini(c))(*args))
+    lead = (NAMED,) if c.named else ()
+    assert [(np.asarray(o).shape, np.asarray(o).dtype.name) for o in outs] == \
+        [(lead + s, d) for s, d in want]
+    if not c.jax:
+        return
+    jouts = _flat(_wrap(c, _jax(c), jax)(*args))
+    jtypes = jax.eval_shape(_wrap(c, _jax(c), jax), *args)
+    for o, jo, a, jt in zip(outs, jouts, avals, _flat(jtypes)):
+        assert a.weak_type == jt.weak_type, f"weak type: {a} vs jax's {jt}"
+        _close(o, jo, c.tol, "values vs jax")
+
+
+# ---- jvp ---------------------------------------------------------------------------------------
+
+def _eps_tol(arrays: list) -> tuple[float, float]:
+    """Finite-difference step and tolerance for operands and results of these dtypes."""
+    low = any(np.dtype(a.dtype) == F16 for a in arrays)
+    return (2 ** -4, 1e-1) if low else (2 ** -9, 2e-2)
+
+
+def _shifted(args: list, pos: list, ts: list, step: float) -> list:
+    out = list(args)
+    for k, t in zip(pos, ts):
+        out[k] = (args[k] + step * t).astype(args[k].dtype)
+    return out
+
+
+def _finite_differences(c: Case, args: list, pos: list, ts: list) -> tuple[list, list, float]:
+    """(outputs, central differences along ts of the inexact ones, tolerance)."""
+    f = _wrap(c, _mini(c))
+    out = _flat(f(*args))
+    eps, tol = _eps_tol([args[k] for k in pos] + out)
+    plus = _flat(f(*_shifted(args, pos, ts, eps)))
+    minus = _flat(f(*_shifted(args, pos, ts, -eps)))
+    fd = [(np.asarray(p, np.complex128) - np.asarray(m, np.complex128)) / (2 * eps)
+          if _inexact(p) else None for p, m in zip(plus, minus)]
+    return out, fd, tol
+
+
+@pytest.mark.parametrize("c", [c for c in DIFF_CASES if c.fwd], ids=lambda c: c.id)
+def test_jvp_matches_finite_differences_and_jax(c):
+    args = _operands(c)
+    pos, run_jvp = _diff_args(c, args)
+    ts = _tangents(c, args, pos)
+    out, t_out = _wrap(c, run_jvp(MJ, minijax))(*args, *ts)
+    for o, t in zip(_flat(out), _flat(t_out)):
+        want = o.dtype if _inexact(o) else dtypes.float0
+        assert np.asarray(t).dtype == want and np.shape(t) == np.shape(o)
+    if c.smooth:
+        _, fd, tol = _finite_differences(c, args, pos, ts)
+        for t, d in zip(_flat(t_out), fd):
+            if d is not None:
+                _close(np.asarray(t).astype(np.complex128), d, tol, "jvp vs finite differences")
+    if c.jax and c.jax_ad:
+        _, jt_out = _wrap(c, run_jvp(JX, jax), jax)(*args, *ts)
+        for t, jt in zip(_flat(t_out), _flat(jt_out)):
+            _close(t, jt, c.tol, "jvp vs jax")
+
+
+# ---- transpose: <vjp(ct), t> == <ct, jvp(t)> ----------------------------------------------------
+
+def _run_vjp(c: Case, args: list, pos: list, ct_zero: dict):
+    """h(*operands, *cts of inexact outputs) -> cotangents of the inexact operands."""
+    n = len(args)
+
+    def h(*xs):
+        ops, cts = list(xs[:n]), iter(xs[n:])
+
+        def g(*fargs):
+            full = list(ops)
+            for k, v in zip(pos, fargs):
+                full[k] = v
+            return c.fn(MJ, *full)
+        out, pullback = minijax.vjp(g, *[ops[k] for k in pos])
+        flat = _flat(out)
+        ct = [ct_zero[i] if i in ct_zero else next(cts) for i in range(len(flat))]
+        return pullback(type(out)(ct) if isinstance(out, (tuple, list)) else ct[0])
+    return h
+
+
+@pytest.mark.parametrize("c", [c for c in DIFF_CASES if c.rev], ids=lambda c: c.id)
+def test_vjp_is_the_transpose_of_jvp(c):
+    args = _operands(c)
+    pos, run_jvp = _diff_args(c, args)
+    ts = _tangents(c, args, pos)
+    rel = 1e-4
+    if c.fwd:
+        out, t_out = _wrap(c, run_jvp(MJ, minijax))(*args, *ts)
+        out, t_out = _flat(out), _flat(t_out)
+    else:
+        out, t_out, rel = _finite_differences(c, args, pos, ts)
+    rng = _rng(c, "cotangent")
+    cts = [draw(Arg(o.shape, o.dtype), rng) if _inexact(o) else None for o in out]
+    # float0 cotangents of integer outputs (one member's, for a collective's case)
+    ct_zero = {i: np.zeros(o.shape[1:] if c.named else o.shape, dtypes.float0)
+               for i, o in enumerate(out) if not _inexact(o)}
+    ct_in = _wrap(c, _run_vjp(c, args, pos, ct_zero))(*args, *[x for x in cts if x is not None])
+    lhs = [_pair(g, t) for g, t in zip(ct_in, ts)]
+    rhs = [_pair(ct, t) for ct, t in zip(cts, t_out) if ct is not None]
+    for g, k in zip(ct_in, pos):
+        assert np.asarray(g).dtype == args[k].dtype and np.shape(g) == args[k].shape
+    got, want = sum(v for v, _ in lhs), sum(v for v, _ in rhs)
+    scale = sum(s for _, s in lhs) + sum(s for _, s in rhs)
+    assert abs(got - want) <= rel * scale + 1e-6, \
+        f"<vjp(ct), t> = {got} but <ct, jvp(t)> = {want}"
+
+
+# ---- batching --------------------------------------------------------------------------------
+
+def _in_axes_variants(args: list, named: bool) -> list[tuple]:
+    """All operands at axis 0; all at a middle axis; each operand alone (others None)."""
+    ranks = [a.ndim - (1 if named else 0) for a in args]
+    mid = tuple((r + 1) // 2 for r in ranks)
+    out = [(0,) * len(args), mid]
+    if len(args) > 1:
+        out += [tuple(m if j == k else None for j, m in enumerate(mid)) for k in range(len(args))]
+    return list(dict.fromkeys(out))
+
+
+BATCH_CASES = [c for c in CASES if c.args]
+
+
+@pytest.mark.parametrize("c", BATCH_CASES, ids=lambda c: c.id)
+def test_vmap_matches_a_loop(c):
+    examples = [_operands(c, f"example{k}") for k in range(B)]
+    f = _wrap(c, _mini(c))
+    lead = 1 if c.named else 0
+    for in_axes in _in_axes_variants(examples[0], c.named):
+        batched = [np.stack([ex[k] for ex in examples], ax + lead) if ax is not None
+                   else examples[0][k] for k, ax in enumerate(in_axes)]
+        got = _flat(_wrap(c, minijax.vmap(_mini(c), in_axes=in_axes))(*batched))
+        for i, o in enumerate(got):
+            # unbatched operands are example 0's: the loop uses them for every example
+            want = [_flat(f(*[ex[k] if ax is not None else examples[0][k]
+                              for k, ax in enumerate(in_axes)]))[i] for ex in examples]
+            _close(o, np.stack(want, lead), 1e-5, f"vmap in_axes={in_axes} vs a loop")
