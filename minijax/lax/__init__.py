@@ -26,3 +26,4 @@ from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2
                                round, rsqrt, sign, sin, sqrt, square, tan, tanh)
 from minijax.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,
                                   psum)
+from minijax.lax import linalg

@@ -29,6 +29,7 @@ from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_
                                    round, sign, sin, sqrt, square, subtract, tan, tanh,
                                    true_divide)
 from minijax.numpy._ufuncs import where_ as _where3
+from minijax.numpy import linalg
 from minijax.numpy import fft  # noqa: F401  (the minijax.numpy.fft module)
 
 # dtypes

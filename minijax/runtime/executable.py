@@ -28,6 +28,7 @@ from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
 from minijax.runtime import limits as _limits
+from minijax.runtime import lapack as _lapack
 from minijax.runtime.array import Array, _wrap, intern_aval
 
 __all__ = ["Executable", "MemoryAnalysis", "compile", "compile_count", "default_compile_options",
@@ -291,6 +292,7 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
     if isinstance(module, bytearray | memoryview):
         module = bytes(module)
     _limits.check_module(module)  # XLA aborts on arrays of more than 2**63-1 bytes
+    _lapack.register_if_used(module)  # LAPACK custom-call targets, on first use
     try:
         loaded = backend.client.compile_and_load(module, _jax.DeviceList((device,)),
                                                  compile_options)
@@ -325,6 +327,7 @@ def deserialize(data: bytes, out_avals: Sequence[ShapedArray],
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
     data = bytes(data)
+    _lapack.register_if_used(data)
     try:
         loaded = backend.client.deserialize_executable(data, _jax.DeviceList((device,)))
     except Exception as e:  # noqa: BLE001 - XLA's errors are JaxRuntimeError or ValueError

@@ -1,0 +1,12 @@
+"""minijax.lax.linalg: linear-algebra primitives, mirroring ``jax.lax.linalg``.
+
+Each primitive lives in its own file with all of its rules. On CPU they lower
+to jaxlib's LAPACK kernels (``stablehlo.custom_call @lapack_...``), which take
+stacks of matrices, so a batch (leading dimensions, or a vmapped axis) is one
+kernel call.
+"""
+
+from minijax.lax.linalg.cholesky import cholesky, cholesky_p
+from minijax.lax.linalg.triangular_solve import triangular_solve, triangular_solve_p
+from minijax.lax.linalg.lu import (lu, lu_p, lu_pivots_to_permutation,
+                                   lu_pivots_to_permutation_p)
