@@ -4,6 +4,7 @@ from minijax.lax.binary import (add, atan2, bitwise_and, bitwise_or, bitwise_xor
                                 gt, le, lt, max, min, mul, ne, nextafter, pow, rem, shift_left,
                                 shift_right_arithmetic, shift_right_logical, sub)
 from minijax.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
+from minijax.lax.bits import bitcast_convert_type, clz, population_count
 from minijax.lax.convert import convert_element_type
 from minijax.lax.cumulative import cummax, cummin, cumprod, cumsum
 from minijax.lax.dot import dot, dot_general
@@ -21,6 +22,10 @@ from minijax.lax.slicing import (GatherDimensionNumbers, GatherScatterMode,
                                  index_in_dim, scatter, scatter_add, scatter_max, scatter_min,
                                  scatter_mul, slice, slice_in_dim)
 from minijax.lax.sort import sort, sort_key_val
+from minijax.lax.special import (digamma, erf_inv, erfc, igamma, igamma_grad_a, igammac,
+                                 lgamma, polygamma, random_gamma_grad)
+from minijax.lax.top_k import top_k
+from minijax.lax import prng  # threefry2x32_p, behind minijax.random
 from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2, expm1, floor,
                                imag, integer_pow, is_finite, log, log1p, logistic, neg, real,
                                round, rsqrt, sign, sin, sqrt, square, tan, tanh)

@@ -1,0 +1,371 @@
+"""Special functions: inverse error function, log-gamma and its derivatives, the
+regularized incomplete gamma functions, and the derivative of gamma samples.
+
+All are elementwise on floating-point operands (two-operand ones take equal shapes,
+a rank-0 operand broadcasts), so each is batched elementwise.
+
+- ``erf_inv``, ``erfc``, ``lgamma``, ``digamma``, ``polygamma`` lower to the CHLO op
+  of the same name, which XLA expands into polynomial approximations.
+- ``igamma`` (P(a, x)), ``igammac`` (Q(a, x) = 1 - P), ``igamma_grad_a`` (dP/da) and
+  ``random_gamma_grad`` (d sample / d alpha of a Gamma(alpha, 1) sample, the
+  implicit-reparameterization gradient) have no CHLO op: their lowering traces the
+  Cephes-style algorithm below (a power series for small x, a continued fraction for
+  large x, each a ``while_loop`` that stops when every element has converged) and
+  emits it inline. float16 and bfloat16 operands are computed in float32.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.trace import get_aval, trace_to_jaxpr
+from minijax.lax._util import binary_primitive, unary_primitive
+from minijax.lax.binary import (add, bitwise_and, bitwise_or, div, eq, ge, gt, le, lt, mul, ne,
+                                sub)
+from minijax.lax.control_flow import while_loop
+from minijax.lax.convert import convert_element_type
+from minijax.lax.reduce import reduce_or
+from minijax.lax.select import select
+from minijax.lax.shape import broadcast_in_dim
+from minijax.lax.unary import abs as _abs, bitwise_not, exp, integer_pow, log, neg
+from minijax.transforms import ad
+from minijax.transforms.ad import defjvp, defjvp2
+
+erf_inv_p = unary_primitive("erf_inv", "chlo.erf_inv", "f")
+erfc_p = unary_primitive("erfc", "chlo.erfc", "f")
+lgamma_p = unary_primitive("lgamma", "chlo.lgamma", "f")
+digamma_p = unary_primitive("digamma", "chlo.digamma", "f")
+polygamma_p = binary_primitive("polygamma", "chlo.polygamma", "f")
+igamma_p = binary_primitive("igamma", "", "f")
+igammac_p = binary_primitive("igammac", "", "f")
+igamma_grad_a_p = binary_primitive("igamma_grad_a", "", "f")
+random_gamma_grad_p = binary_primitive("random_gamma_grad", "", "f")
+
+
+def _const(x, value):
+    """``value`` as a rank-0 constant of x's dtype (broadcasts in binary primitives)."""
+    return np.asarray(value, dtype=get_aval(x).dtype)
+
+
+def _full_like(x, value):
+    aval = get_aval(x)
+    return broadcast_in_dim(np.asarray(value, aval.dtype), aval.shape, ())
+
+
+def _isnan(x):
+    return ne(x, x)
+
+
+def _any(pred):
+    return reduce_or(pred, tuple(range(get_aval(pred).ndim)))
+
+
+# ---- the incomplete gamma algorithms ------------------------------------------------------
+
+class _Mode(enum.Enum):
+    VALUE = 1               # P(a, x) or Q(a, x)
+    DERIVATIVE = 2          # d/da P(a, x)
+    SAMPLE_DERIVATIVE = 3   # dx/da along P(a, x) = const: the gamma sample's gradient
+
+
+def _log_ax(a, x):
+    """``a log x - x - lgamma(a)``: the log of the common prefactor x^a e^-x / Gamma(a)."""
+    return sub(sub(mul(a, log(x)), x), lgamma(a))
+
+
+def _series(ax, x, a, enabled, mode: _Mode):
+    """P(a, x) by its power series sum_n x^n / (a+1)...(a+n) (converges fast for x < a + 1),
+    or a derivative of it, where ``enabled``; other elements are left at their start."""
+    eps = float(dtypes.finfo(get_aval(x).dtype).eps)
+
+    def cond(vals):
+        return _any(vals[0])
+
+    def body(vals):
+        on, r, c, total, dc_da, dtotal_da = vals
+        r_new = add(r, _const(r, 1))
+        # c_n = c_{n-1} * x / r_n (r_n = a + n); its a-derivative by the product rule.
+        dc_new = sub(mul(dc_da, div(x, r_new)), div(mul(c, x), mul(r_new, r_new)))
+        dtotal_new = add(dtotal_da, dc_new)
+        c_new = mul(c, div(x, r_new))
+        total_new = add(total, c_new)
+        if mode is _Mode.VALUE:
+            more = gt(div(c_new, total_new), _const(c_new, eps))
+        else:
+            more = gt(_abs(div(dc_new, dtotal_new)), _const(dc_new, eps))
+        return (bitwise_and(on, more), select(on, r_new, r), select(on, c_new, c),
+                select(on, total_new, total), select(on, dc_new, dc_da),
+                select(on, dtotal_new, dtotal_da))
+
+    one, zero = _full_like(a, 1), _full_like(a, 0)
+    _, _, _, total, _, dtotal_da = while_loop(cond, body, (enabled, a, one, one, zero, zero))
+    if mode is _Mode.VALUE:
+        return div(mul(total, ax), a)
+    dlogax_da = sub(log(x), digamma(add(a, _const(a, 1))))
+    if mode is _Mode.DERIVATIVE:
+        return div(mul(ax, add(mul(total, dlogax_da), dtotal_da)), a)
+    return div(mul(neg(add(dtotal_da, mul(total, dlogax_da))), x), a)
+
+
+def _continued_fraction(ax, x, a, enabled, mode: _Mode):
+    """Q(a, x) by its continued fraction (converges fast for x > a + 1), or a derivative of
+    it, where ``enabled``. The convergents p_k / q_k are rescaled when they grow large."""
+    dt = get_aval(x).dtype
+    eps = float(dtypes.finfo(dt).eps)
+    big = _const(x, 1.0 / eps)
+
+    def cond(vals):
+        return bitwise_and(lt(vals[5], _const(vals[5], 2000)), _any(vals[0]))
+
+    def body(vals):
+        (on, ans, t, y, z, n, pkm1, qkm1, pkm2, qkm2,
+         dpkm2, dqkm2, dpkm1, dqkm1, dans) = vals
+        n = add(n, _const(n, 1))
+        y_new = add(y, _const(y, 1))
+        z_new = add(z, _const(z, 2))
+        yc = mul(y_new, n)
+        pk = sub(mul(pkm1, z_new), mul(pkm2, yc))
+        qk = sub(mul(qkm1, z_new), mul(qkm2, yc))
+        nonzero = ne(qk, _const(qk, 0))
+        r = div(pk, qk)
+        t_new = select(nonzero, _abs(div(sub(ans, r), r)), _full_like(r, 1))
+        ans_new = select(nonzero, r, ans)
+        dpk = add(sub(sub(mul(dpkm1, z_new), pkm1), mul(dpkm2, yc)), mul(pkm2, n))
+        dqk = add(sub(sub(mul(dqkm1, z_new), qkm1), mul(dqkm2, yc)), mul(qkm2, n))
+        dans_new = select(nonzero, div(sub(dpk, mul(ans_new, dqk)), qk), dans)
+        dchange = select(nonzero, _abs(sub(dans_new, dans)), _full_like(dans, 1))
+        # Shift the recurrence, rescaling every term by eps when p_k grows past 1/eps.
+        rescale = gt(_abs(pk), big)
+
+        def scaled(v):
+            return select(rescale, mul(v, _const(v, eps)), v)
+
+        new_p2, new_p1, new_q2, new_q1 = scaled(pkm1), scaled(pk), scaled(qkm1), scaled(qk)
+        new_dp2, new_dq2 = scaled(dpkm1), scaled(dqkm1)
+        new_dp1, new_dq1 = scaled(dpk), scaled(dqk)
+        if mode is _Mode.VALUE:
+            more = gt(t_new, _const(t_new, eps))
+        else:
+            more = gt(dchange, _const(dchange, eps))
+        keep = [(ans_new, ans), (t_new, t), (y_new, y), (z_new, z)]
+        rest = [(new_p1, pkm1), (new_q1, qkm1), (new_p2, pkm2), (new_q2, qkm2),
+                (new_dp2, dpkm2), (new_dq2, dqkm2), (new_dp1, dpkm1), (new_dq1, dqkm1),
+                (dans_new, dans)]
+        return (bitwise_and(on, more), *[select(on, v, old) for v, old in keep], n,
+                *[select(on, v, old) for v, old in rest])
+
+    y = sub(_const(a, 1), a)
+    z = add(add(x, y), _const(x, 1))
+    pkm2 = _full_like(x, 1)
+    qkm2 = x
+    pkm1 = add(x, _const(x, 1))
+    qkm1 = mul(z, x)
+    ans = div(pkm1, qkm1)
+    zero = _full_like(x, 0)
+    dqkm1 = neg(x)
+    dans = div(sub(zero, mul(ans, dqkm1)), qkm1)
+    init = (enabled, ans, _full_like(x, 1), y, z, np.zeros((), dt), pkm1, qkm1, pkm2, qkm2,
+            zero, zero, zero, dqkm1, dans)
+    out = while_loop(cond, body, init)
+    ans, dans = out[1], out[14]
+    if mode is _Mode.VALUE:
+        return mul(ans, ax)
+    dlogax_da = sub(log(x), digamma(a))
+    if mode is _Mode.DERIVATIVE:
+        return mul(ax, add(mul(ans, dlogax_da), dans))
+    return mul(neg(add(dans, mul(ans, dlogax_da))), x)
+
+
+def _domain(a, x):
+    """Masks shared by the igamma family: (is_nan, x == 0, x == inf)."""
+    return bitwise_or(_isnan(a), _isnan(x)), eq(x, _const(x, 0)), eq(x, _const(x, np.inf))
+
+
+def _underflows(log_ax):
+    """Where the prefactor exp(log_ax) underflows (log_ax < -log(finfo.max))."""
+    dt = get_aval(log_ax).dtype
+    return lt(log_ax, _const(log_ax, -np.log(dtypes.finfo(dt).max)))
+
+
+def _igamma_impl(a, x):
+    is_nan, x_zero, x_inf = _domain(a, x)
+    a_zero = eq(a, _const(a, 0))
+    bad = bitwise_or(bitwise_or(lt(x, _const(x, 0)), lt(a, _const(a, 0))),
+                     bitwise_or(bitwise_and(a_zero, x_zero), is_nan))
+    use_cf = bitwise_and(ge(x, _const(x, 1)), gt(x, a))
+    log_ax = _log_ax(a, x)
+    ax = exp(log_ax)
+    on = bitwise_not(bitwise_or(bitwise_or(x_zero, bad), bitwise_or(_underflows(log_ax), x_inf)))
+    out = select(use_cf,
+                 sub(_const(a, 1), _continued_fraction(ax, x, a, bitwise_and(on, use_cf),
+                                                       _Mode.VALUE)),
+                 _series(ax, x, a, bitwise_and(on, bitwise_not(use_cf)), _Mode.VALUE))
+    out = select(x_zero, _full_like(a, 0), out)
+    out = select(x_inf, _full_like(a, 1), out)
+    return select(bad, _full_like(a, np.nan), out)
+
+
+def _igammac_impl(a, x):
+    is_nan, x_zero, x_inf = _domain(a, x)
+    a_zero = eq(a, _const(a, 0))
+    bad = bitwise_or(bitwise_or(lt(x, _const(x, 0)), lt(a, _const(a, 0))),
+                     bitwise_or(bitwise_and(a_zero, x_zero), is_nan))
+    use_series = bitwise_or(lt(x, _const(x, 1)), lt(x, a))
+    log_ax = _log_ax(a, x)
+    on = bitwise_not(bitwise_or(bitwise_or(bad, _underflows(log_ax)), bitwise_or(x_inf, a_zero)))
+    ax = exp(log_ax)
+    series = _series(ax, x, a, bitwise_and(on, use_series), _Mode.VALUE)
+    cf = _continued_fraction(ax, x, a, bitwise_and(on, bitwise_not(use_series)), _Mode.VALUE)
+    out = select(use_series, sub(_const(a, 1), series), cf)
+    out = select(bitwise_or(x_inf, a_zero), _full_like(out, 0), out)
+    return select(bad, _full_like(a, np.nan), out)
+
+
+def _derivative_impl(mode: _Mode):
+    """d/da P(a, x) (``DERIVATIVE``) or the gamma sample gradient (``SAMPLE_DERIVATIVE``)."""
+    def impl(a, x):
+        is_nan, x_zero, _ = _domain(a, x)
+        bad = bitwise_or(lt(x, _const(x, 0)), le(a, _const(a, 0)))
+        use_cf = bitwise_and(gt(x, _const(x, 1)), gt(x, a))
+        log_ax = _log_ax(a, x)
+        ax = exp(log_ax)
+        on = bitwise_not(bitwise_or(bitwise_or(x_zero, bad),
+                                    bitwise_or(_underflows(log_ax), is_nan)))
+        out = select(use_cf,
+                     neg(_continued_fraction(ax, x, a, bitwise_and(on, use_cf), mode)),
+                     _series(ax, x, a, bitwise_and(on, bitwise_not(use_cf)), mode))
+        out = select(x_zero, _full_like(out, 0), out)
+        return select(bitwise_or(bad, is_nan), _full_like(a, np.nan), out)
+    return impl
+
+
+_igamma_grad_a_impl = _derivative_impl(_Mode.DERIVATIVE)
+_random_gamma_grad_impl = _derivative_impl(_Mode.SAMPLE_DERIVATIVE)
+
+
+def _upcast_and_broadcast(impl: Callable) -> Callable:
+    """``impl`` on operands broadcast to one shape, computed in float32 for 16-bit floats."""
+    def wrapped(a, x):
+        aa, xa = get_aval(a), get_aval(x)
+        shape = aa.shape or xa.shape
+        if aa.shape != shape:
+            a = broadcast_in_dim(a, shape, ())
+        if xa.shape != shape:
+            x = broadcast_in_dim(x, shape, ())
+        dt = aa.dtype
+        if dt.itemsize < 4:
+            f32 = np.dtype(np.float32)
+            out = impl(convert_element_type(a, f32), convert_element_type(x, f32))
+            return convert_element_type(out, dt)
+        return impl(a, x)
+    return wrapped
+
+
+def _traced_lowering(impl: Callable):
+    """A lowering rule that traces ``impl`` on the operand avals and emits it inline."""
+    def rule(ctx, a, x):
+        avals = [ShapedArray(v.aval.shape, v.aval.dtype) for v in (a, x)]
+        jaxpr, consts, _ = trace_to_jaxpr(lambda a, x: ([impl(a, x)], None), avals)
+        return ctx.lower_jaxpr(ClosedJaxpr(jaxpr, consts), [a, x])[0]
+    return rule
+
+
+def _jvp_of_impl(impl: Callable):
+    """A jvp rule that differentiates ``impl`` itself (forward mode runs through its loops)."""
+    def rule(primals, tangents):
+        tangents = [ad.instantiate(t) for t in tangents]
+        return ad.jvp(impl, tuple(primals), tuple(tangents))
+    return rule
+
+
+# ---- registration ---------------------------------------------------------------------------
+# Abstract eval, lowering and (elementwise) batching of the CHLO-backed ones come from
+# unary_primitive / binary_primitive; the traced lowerings and every jvp are set here.
+
+defjvp2(erf_inv_p, lambda t, ans, x: mul(mul(t, _const(x, np.sqrt(np.pi) / 2)),
+                                         exp(integer_pow(ans, 2))))
+defjvp(erfc_p, lambda t, x: mul(mul(t, _const(x, -2 / np.sqrt(np.pi))),
+                                exp(neg(integer_pow(x, 2)))))
+defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+defjvp(digamma_p, lambda t, x: mul(t, polygamma(_const(x, 1), x)))
+
+
+def _polygamma_jvp_m(t, m, x):
+    raise ValueError("polygamma gradient with respect to m is not supported")
+
+
+defjvp(polygamma_p, _polygamma_jvp_m,
+       lambda t, m, x: mul(t, polygamma(add(m, _const(m, 1)), x)))
+
+igamma_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igamma_impl)))
+igammac_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igammac_impl)))
+igamma_grad_a_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igamma_grad_a_impl)))
+random_gamma_grad_p.def_lowering(
+    _traced_lowering(_upcast_and_broadcast(_random_gamma_grad_impl)))
+
+
+def _igamma_jvp_x(t, a, x):
+    # dP/dx = x^(a-1) e^-x / Gamma(a)
+    return mul(t, exp(sub(add(neg(x), mul(sub(a, _const(a, 1)), log(x))), lgamma(a))))
+
+
+defjvp(igamma_p, lambda t, a, x: mul(t, igamma_grad_a(a, x)), _igamma_jvp_x)
+defjvp(igammac_p, lambda t, a, x: neg(mul(t, igamma_grad_a(a, x))),
+       lambda t, a, x: neg(_igamma_jvp_x(t, a, x)))
+igamma_grad_a_p.def_jvp(_jvp_of_impl(_upcast_and_broadcast(_igamma_grad_a_impl)))
+random_gamma_grad_p.def_jvp(_jvp_of_impl(_upcast_and_broadcast(_random_gamma_grad_impl)))
+
+
+# ---- the lax-level functions ------------------------------------------------------------------
+
+def erf_inv(x):
+    """The inverse error function, elementwise: ``erf(erf_inv(x)) == x`` on (-1, 1)."""
+    return erf_inv_p.bind(x)
+
+
+def erfc(x):
+    """The complementary error function ``1 - erf(x)``, elementwise."""
+    return erfc_p.bind(x)
+
+
+def lgamma(x):
+    """``log |Gamma(x)|``, elementwise."""
+    return lgamma_p.bind(x)
+
+
+def digamma(x):
+    """The digamma function ``d/dx log Gamma(x)``, elementwise."""
+    return digamma_p.bind(x)
+
+
+def polygamma(m, x):
+    """The polygamma function ``psi^(m)(x)``, the m-th derivative of digamma."""
+    return polygamma_p.bind(m, x)
+
+
+def igamma(a, x):
+    """The regularized lower incomplete gamma function ``P(a, x)``, elementwise."""
+    return igamma_p.bind(a, x)
+
+
+def igammac(a, x):
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+    return igammac_p.bind(a, x)
+
+
+def igamma_grad_a(a, x):
+    """``d/da P(a, x)``, elementwise."""
+    return igamma_grad_a_p.bind(a, x)
+
+
+def random_gamma_grad(a, x):
+    """The derivative of a Gamma(a, 1) sample ``x`` with respect to ``a``, holding the
+    sample's quantile P(a, x) fixed (implicit reparameterization), elementwise."""
+    return random_gamma_grad_p.bind(a, x)
+
