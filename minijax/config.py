@@ -42,6 +42,11 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     # bytes; -1: no limit, 0: cache off (runtime/compilation_cache.py)
     "minijax_compilation_cache_max_size": (int, lambda n: _env_int(n, 1 << 30), False),
     "minijax_platforms": (str, lambda n: _env_str(n, None), False),
+    # Entries kept by in-memory caches, least recently used dropped first (core/lru.py):
+    # argument signatures per jit function, eager executables, each memo table.
+    "minijax_jit_cache_size": (int, lambda n: _env_int(n, 4096), False),
+    "minijax_eager_cache_size": (int, lambda n: _env_int(n, 4096), False),
+    "minijax_memo_cache_size": (int, lambda n: _env_int(n, 8192), False),
 }
 
 
@@ -65,6 +70,8 @@ class Config:
                 value = os.fspath(value)
             else:
                 raise TypeError(f"config flag {name!r} takes a {typ.__name__}, got {value!r}")
+        if name.endswith("_cache_size") and (value is None or value < 1):
+            raise ValueError(f"config flag {name!r} must be an int >= 1, got {value!r}")
         self._values[name] = value
         self._trace_key = self._compute_trace_key()
         for fn in self._listeners.get(name, ()):

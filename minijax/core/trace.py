@@ -25,6 +25,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.core.lru import LRUCache
 from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
                                  UnexpectedTracerError)
@@ -445,7 +446,7 @@ class DebugInfo:
 
 
 # Abstract evaluation is pure: memoized per (primitive, operand avals, params).
-_abstract_eval_cache: dict = {}
+_abstract_eval_cache = LRUCache("minijax_memo_cache_size")
 
 
 class JaxprTracer(Tracer):
@@ -522,8 +523,6 @@ class JaxprTrace(Trace):
             except TypeError as e:
                 raise _with_source(e, prim) from None
             if key is not None:
-                if len(_abstract_eval_cache) > 50_000:
-                    _abstract_eval_cache.clear()
                 _abstract_eval_cache[key] = out_avals
         src = user_source(2)
         if prim.multiple_results:

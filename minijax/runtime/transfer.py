@@ -22,6 +22,7 @@ from jaxlib import _jax
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.core.lru import LRUCache
 from minijax.runtime import backend as _backend
 from minijax.runtime.array import Array, _Locked, _wrap, intern_aval, to_numpy
 
@@ -33,9 +34,9 @@ _COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 _sharding_for = _backend.sharding_for
 _shardings = _backend._shardings
 
-# (dtype, x64) -> canonical dtype; (shape, dtype, weak) -> ShapedArray
+# (dtype, x64) -> canonical dtype; (shape, dtype, weak, device) -> interned ShapedArray
 _canon_cache: dict[tuple[np.dtype, bool], np.dtype] = {}
-_aval_cache: dict[tuple, ShapedArray] = {}
+_aval_cache = LRUCache("minijax_memo_cache_size")
 
 
 def _canonical(dt: np.dtype, x64: bool) -> np.dtype:
@@ -50,8 +51,6 @@ def _aval(shape: tuple, dt: np.dtype, weak: bool, device) -> ShapedArray:
     key = (shape, dt, weak, device)
     a = _aval_cache.get(key)
     if a is None:
-        if len(_aval_cache) > 4096:
-            _aval_cache.clear()
         a = _aval_cache[key] = intern_aval(ShapedArray(shape, dt, weak), device)
     return a
 
@@ -122,11 +121,11 @@ _PY_SCALARS = (bool, int, float, complex)
 # ``CONSTANTS`` instead of transferring it again: key -> (id of the interned aval, buffer).
 # The buffers never reach users (no Array wraps them) and only go to executables that
 # donate nothing, so nothing can delete them. Keys tell 0.0 from -0.0 and NaN payloads
-# apart; the table is bounded and emptied when the x64 flag changes. jit's C dispatch
-# (runtime/_speedups.c) reads this dict with the same keys for Python scalars.
+# apart; the table holds at most minijax_memo_cache_size constants (least recently made
+# or looked up in Python dropped first) and is emptied when the x64 flag changes. jit's C
+# dispatch (runtime/_speedups.c) reads this dict with the same keys for Python scalars.
 
-CONSTANTS: dict[tuple, tuple[int, Any]] = {}
-_MAX_CONSTANTS = 4096
+CONSTANTS: dict[tuple, tuple[int, Any]] = LRUCache("minijax_memo_cache_size")
 _pack_double = struct.Struct("<d").pack  # the layout PyFloat_Pack8(x, p, le=1) writes
 PY_SCALAR_TYPES = (float, int, bool)
 
@@ -156,8 +155,6 @@ def scalar_constant(x: Any) -> tuple[int, Any] | None:
             arr = device_put(x)
         except (OverflowError, TypeError, ValueError):
             return None  # the generic path reports it
-        if len(CONSTANTS) >= _MAX_CONSTANTS:
-            CONSTANTS.clear()
         c = CONSTANTS[key] = (id(arr.aval), arr._buf)
     return c
 

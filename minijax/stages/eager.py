@@ -7,6 +7,7 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.jaxpr import EMPTY_CTX
+from minijax.core.lru import LRUCache
 from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.stages.common import abstractify, call_device, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
@@ -16,10 +17,12 @@ from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_constant
 from minijax.tree_util import tree_flatten
 
-_cache: dict = {}  # (primitive, avals, params, config) -> Executable
 # (primitive, ids of the interned avals of Array arguments, params) -> run; emptied when
-# a config flag that changes programs is updated (see minijax.stages.jit).
+# a config flag that changes programs is updated (see minijax.stages.jit), and when an
+# executable leaves _cache (it refills from there).
 _fast: dict = {}
+# (primitive, avals, params, config, device) -> Executable, at most minijax_eager_cache_size
+_cache = LRUCache("minijax_eager_cache_size", (_fast,))
 _LEAF = tree_flatten(0)[1]
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from minijax.config import config
 from minijax.core.jaxpr import EMPTY_CTX, ClosedJaxpr
+from minijax.core.lru import LRUCache
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
@@ -122,7 +123,8 @@ class _Entry:
         self.arg_names = arg_names
         self.out_paths = out_paths
         self.hoisted = hoisted
-        self.calls: dict = {}  # (EqnContext, device or None for the default) -> _Call
+        # (EqnContext, device or None for the default) -> _Call
+        self.calls = LRUCache("minijax_jit_cache_size")
         self.name = name
         self.donated = tuple(donated)
         self.has_donation = any(self.donated)
@@ -215,9 +217,11 @@ class Wrapped(DispatchBase):
         self._donate_argnames = dnames
         self._simple = not snums and not snames and not dnums and not dnames
         self._call_metadata: tuple = ()  # attributes of the call op (must_fuse_call)
-        self._traces: dict = {}  # (tree, config, statics, avals) -> _Entry
         self._fast: dict = {}  # ids of the (interned) avals of positional Arrays -> run
         self._tree_fast: dict = {}  # (tree, *ids of interned avals) -> run
+        # (tree, config, statics, avals) -> _Entry, at most minijax_jit_cache_size of them;
+        # dropping one empties the fast tables above, which refill from here.
+        self._traces = LRUCache("minijax_jit_cache_size", (self._fast, self._tree_fast))
         self._keys_seen: list = []
         self._trace_count = 0
 
@@ -308,6 +312,7 @@ class Wrapped(DispatchBase):
         if not hoisted:
             self._traces[key] = entry
             self._keys_seen.append(key)
+            del self._keys_seen[:-64]  # the latest are what cache-miss explanations use
             if config.minijax_explain_cache_misses and self._explains_misses:
                 self._record_history(key)
         return entry
