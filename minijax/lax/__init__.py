@@ -5,6 +5,7 @@ from minijax.lax.binary import (add, atan2, bitwise_and, bitwise_or, bitwise_xor
                                 shift_right_arithmetic, shift_right_logical, sub)
 from minijax.lax.control_flow import cond, fori_loop, map, scan, switch, while_loop
 from minijax.lax.bits import bitcast_convert_type, clz, population_count
+from minijax.lax.complex import complex, conj  # noqa: A004
 from minijax.lax.convert import convert_element_type
 from minijax.lax.cumulative import cummax, cummin, cumprod, cumsum
 from minijax.lax.dot import dot, dot_general
@@ -32,3 +33,4 @@ from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2
 from minijax.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,
                                   psum)
 from minijax.lax import linalg
+from minijax.lax.trigonometric import acos, acosh, asin, asinh, atan, atanh, cosh, sinh

@@ -209,6 +209,17 @@ for _prim, _fn, _kinds, _dom, _smooth in UNARY:
             case(_prim, lambda L, x, f=_fn: getattr(L, f)(x), Arg(SHAPE, _dt, _dom),
                  label=_dt.name, smooth=_smooth or _dt != C64,
                  jax=(_prim, _dt) not in JAX_REJECTS)
+# Inverse trigonometric and hyperbolic functions (operands kept inside their domains and
+# away from the singular points of their derivatives).
+for _fn, _shift in (("asin", 0.0), ("acos", 0.0), ("atan", 0.0), ("sinh", 0.0),
+                    ("cosh", 0.0), ("asinh", 0.0), ("acosh", 2.0), ("atanh", 0.0)):
+    for _dt in (F32, C64):
+        case(_fn, lambda L, x, f=_fn, s=_shift: getattr(L, f)(x * 0.8 + s),
+             Arg(SHAPE, _dt, "small"), label=_dt.name)
+case("complex", lambda L, x, y: L.complex(x, y), Arg(SHAPE), Arg(SHAPE))
+case("complex", lambda L, x, y: L.complex(x, y), Arg(SHAPE), Arg((), F32), label="scalar_rhs")
+case("conj", lambda L, x: L.conj(x), Arg(SHAPE, C64), label="complex64")
+case("conj", lambda L, x: L.conj(x), Arg(SHAPE, F32), label="float32")
 case("round", lambda L, x: L.round(x, 0), Arg(SHAPE, F32, "frac"), label="away_from_zero")
 case("round", lambda L, x: L.round(x, 1), Arg(SHAPE, F32, "frac"), label="to_even")
 for _y, _dt, _dom in ((3, F32, "any"), (-2, F32, "pos"), (0, F32, "any"), (1, C64, "any"),
@@ -527,6 +538,7 @@ def _mini(c: Case) -> Callable:
 
 
 def _jax(c: Case) -> Callable:
+    "complex", "conj",
     return lambda *xs: c.fn(JX, *xs)
 
 
