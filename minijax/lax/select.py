@@ -146,7 +146,28 @@ select_n_p.def_transpose(_select_n_transpose)
 clamp_p.def_jvp(_clamp_jvp)
 
 
-from minijax.transforms.batching import def_elementwise_batch  # noqa: E402
+from minijax.transforms.batching import (broadcast_batch, bdim_at,  # noqa: E402
+                                         def_elementwise_batch, moveaxis)
 
-def_elementwise_batch(select_n_p)
+
+def _select_n_batch(trace, vals, dims):
+    # The cases must keep equal shapes, so each gets the batch dimension (an unbatched one,
+    # even a rank-0 one, is broadcast); the predicate too, unless it is an unbatched scalar.
+    (which, *cases), (wd, *cds) = vals, dims
+    size = trace.axis_size
+    bdim = next((d for d in cds if d is not None), 0)
+    cases = [bdim_at(c, d, size, bdim) for c, d in zip(cases, cds)]
+    shape = get_aval(cases[0]).shape
+    if wd is None:
+        if get_aval(which).ndim:
+            which = broadcast_batch(which, size, bdim)
+    else:
+        which = moveaxis(which, wd, bdim if get_aval(which).ndim > 1 else 0)
+        if get_aval(which).ndim == 1 and len(shape) > 1:  # a batched scalar predicate
+            from minijax.lax.shape import broadcast_in_dim
+            which = broadcast_in_dim(which, shape, (bdim,))
+    return select_n_p.bind(which, *cases), bdim
+
+
+select_n_p.def_batch(_select_n_batch)
 def_elementwise_batch(clamp_p)
