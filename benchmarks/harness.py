@@ -99,6 +99,15 @@ class OneShot:
 
 
 @dataclasses.dataclass
+class Measured:
+    """A quantity other than time (e.g. memory growth): ``fn()`` returns it in the row's
+    unit; measured ``repeats`` times (no warm-up), median reported."""
+
+    fn: Callable[[], float]
+    repeats: int = 1
+
+
+@dataclasses.dataclass
 class Settings:
     min_time: float = 0.1  # seconds per timing loop (timeit.autorange uses 0.2)
     max_fresh: int = 2000  # cap on the loop count when every call needs a fresh state
@@ -147,8 +156,10 @@ def _calibrate(t: PerCall, lib: Lib, cfg: Settings) -> int:
         n *= 10
 
 
-def sampler(t: PerCall | OneShot, lib: Lib, cfg: Settings) -> Callable[[], float]:
+def sampler(t: PerCall | OneShot | Measured, lib: Lib, cfg: Settings) -> Callable[[], float]:
     """Warm up, calibrate, and return ``sample()`` -> one measurement (µs per call, or s)."""
+    if isinstance(t, Measured):
+        return t.fn
     if isinstance(t, PerCall):
         _loop(t, lib, 1)  # warm-up (the first call may trace/compile)
         n = _calibrate(t, lib, cfg)
@@ -174,7 +185,8 @@ def measure_pair(setups, libs, cfg: Settings, show_tb: bool):
     for setup, lib in zip(setups, libs, strict=True):
         try:
             t = setup(lib)
-            repeats = cfg.per_call_repeats if isinstance(t, PerCall) else cfg.one_shot_repeats
+            repeats = (t.repeats if isinstance(t, Measured) else
+                       cfg.per_call_repeats if isinstance(t, PerCall) else cfg.one_shot_repeats)
             samplers.append(sampler(t, lib, cfg))
             errors.append(None)
         except Exception as e:  # noqa: BLE001 - a missing feature is a row, not a crash

@@ -18,6 +18,8 @@ library module (``minijax`` / ``jax``), ``lib.jnp`` its numpy module and
 * ``OneShot(prepare, fn)``: an expensive step, reported in s; each repeat runs
   ``state = prepare()`` untimed, then times ``fn(state)``; median over repeats
   after one warm-up.
+* ``Measured(fn, repeats=1)``: a quantity other than time (memory growth in
+  ``bench_memory.py``): ``fn()`` returns it in the row's unit.
 
 The repeats of the two libraries are interleaved (minijax, jax, minijax, ...) so
 background load on the machine hits both alike.
