@@ -26,6 +26,7 @@ import numpy as np
 
 from minijax.config import config
 from minijax.core.aval import ShapeDtypeStruct, ShapedArray
+from minijax.core.lru import LRUCache
 from minijax.core.trace import EVAL_TRACE, _state, extend_axis_env, gc_paused
 from minijax.lowering.lower import lower_module
 from minijax.runtime.backend import get_backend
@@ -82,7 +83,7 @@ class Pmapped:
         self._static = tuple(sorted(set(as_tuple(static_broadcasted_argnums))))
         self._devices = None if devices is None else tuple(devices)
         self._backend = backend
-        self._cache: dict = {}
+        self._cache = LRUCache("minijax_jit_cache_size")  # signature -> compiled program
 
     def __repr__(self) -> str:
         return f"<minijax.pmap wrapping {self._name}>"

@@ -267,8 +267,10 @@ _MEMORY = """
     gc.disable()  # a steady loop that never triggers a garbage collection
     f = minijax.jit(lambda a, b: a * b + 1.0)
     x = minijax.device_put(np.ones(8, np.float32))
+    nothing = minijax.jit(lambda a: ())  # builds no output Array
     calls = {"jit": lambda: f(x, x), "jit_scalar": lambda: f(x, 2.0),
-             "eager": lambda: jnp.sin(x), "eager_scalar": lambda: x * 2.0}
+             "eager": lambda: jnp.sin(x), "eager_scalar": lambda: x * 2.0,
+             "jit_no_outputs": lambda: nothing(x) or x}
     for name, call in calls.items():
         for _ in range(20_000):  # warm up: caches, allocator arenas
             call()
@@ -289,7 +291,7 @@ def test_rss_stays_flat_over_many_calls():
     # RSS by ~20 MB and 100k by ~7 MB (jax: flat).
     r = _run("N = 300_000\n" + textwrap.dedent(_MEMORY), timeout=300)
     growth = dict(line.split() for line in r.stdout.strip().splitlines())
-    assert set(growth) == {"jit", "jit_scalar", "eager", "eager_scalar"}
+    assert set(growth) == {"jit", "jit_scalar", "eager", "eager_scalar", "jit_no_outputs"}
     for name, grew in growth.items():
         assert int(grew) < 4 << 20, f"{name}: RSS grew by {int(grew)} bytes"
 
