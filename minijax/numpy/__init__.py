@@ -4,6 +4,16 @@ import numpy as _np
 
 from minijax.core import dtypes as _dtypes
 from minijax.numpy._creation import array, asarray, empty, full, ones, zeros
+from minijax.numpy._dtypes_api import (
+    ComplexWarning, bfloat16, bool_, can_cast, cdouble, character, complex64, complex128,
+    complex_, complexfloating, csingle, double, euler_gamma, finfo, flexible, float4_e2m1fn,
+    float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn,
+    float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float16, float32, float64,
+    float_, floating, generic, get_printoptions, iinfo, inexact, int1, int2, int4, int8, int16,
+    int32, int64, int_, integer, iscomplexobj, isdtype, isrealobj, isscalar, issubdtype,
+    iterable, ndim, number, object_, printoptions, promote_types, result_type,
+    set_printoptions, shape, signedinteger, single, size, uint, uint1, uint2, uint4, uint8,
+    uint16, uint32, uint64, unsignedinteger)
 from minijax.numpy._linalg_ops import (dot, einsum, inner, matmul, outer, tensordot,
                                        vdot)
 from minijax.numpy._indexing import (NonConcreteBooleanIndexError, _getitem,
@@ -32,14 +42,11 @@ from minijax.numpy._ufuncs import where_ as _where3
 from minijax.numpy import linalg
 from minijax.numpy import fft  # noqa: F401  (the minijax.numpy.fft module)
 
+from minijax.runtime.array import Array as ndarray
+
 # dtypes
-bool_ = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
-bfloat16 = _dtypes.bfloat16.type
-complex64, complex128 = _np.complex64, _np.complex128
 dtype = _np.dtype
+bool = bool_  # noqa: A001
 pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 newaxis = None
 
