@@ -27,7 +27,6 @@ from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime._native import speedups
 
-_asarray = np.asarray
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 
 # The fields of an Array live in a small C base type (``_speedups.c``) when that
@@ -47,7 +46,6 @@ _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 # where it is used.
 if speedups is not None:
     _ArrayBase: Any = speedups.ArrayBase
-    _ARRAY_SLOTS: tuple[str, ...] = ()
 else:
     class _ArrayBase:  # type: ignore[no-redef]
         """The pure-Python equivalent of ``_speedups.ArrayBase`` (fields and host lock)."""
@@ -69,8 +67,6 @@ else:
         def _host_release(self) -> None:
             self._lock.release()
 
-    _ARRAY_SLOTS = ()
-
 
 class Array(_ArrayBase):
     """An immutable array stored on one device.
@@ -79,7 +75,7 @@ class Array(_ArrayBase):
       aval: the array's ``ShapedArray`` (shape, dtype, weak_type).
     """
 
-    __slots__ = _ARRAY_SLOTS
+    __slots__ = ()  # the fields are the base's
 
     __array_priority__ = 100
     __hash__ = None  # type: ignore[assignment]  # unhashable, like numpy and jax arrays
