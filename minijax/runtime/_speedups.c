@@ -199,13 +199,13 @@ static Py_ssize_t nbytes_cache_value[NBYTES_CACHE_SIZE];
 static Py_ssize_t
 aval_nbytes(PyObject *aval)
 {
-    size_t slot = ((size_t)aval >> 4) % NBYTES_CACHE_SIZE;
-    if (nbytes_cache_key[slot] == aval) {
-        return nbytes_cache_value[slot];
-    }
     if (aval == NULL) {
         PyErr_SetString(PyExc_BufferError, "minijax.Array has no aval");
         return -1;
+    }
+    size_t slot = ((size_t)aval >> 4) % NBYTES_CACHE_SIZE;
+    if (nbytes_cache_key[slot] == aval) {
+        return nbytes_cache_value[slot];
     }
     PyObject *shape = PyObject_GetAttrString(aval, "shape");
     if (shape == NULL) {
