@@ -7,8 +7,15 @@ from minijax.lax.control_flow import cond, fori_loop, map, scan, switch, while_l
 from minijax.lax.bits import bitcast_convert_type, clz, population_count
 from minijax.lax.complex import complex, conj  # noqa: A004
 from minijax.lax.convert import convert_element_type
+from minijax.lax.convolution import (ConvDimensionNumbers,
+                                     ConvGeneralDilatedDimensionNumbers, conv,
+                                     conv_dimension_numbers, conv_general_dilated,
+                                     conv_general_dilated_p, conv_general_permutations,
+                                     conv_general_shape_tuple, conv_shape_tuple,
+                                     conv_transpose, conv_transpose_shape_tuple,
+                                     conv_with_general_padding, padtype_to_pads)
 from minijax.lax.cumulative import cummax, cummin, cumprod, cumsum
-from minijax.lax.dot import dot, dot_general
+from minijax.lax.dot import Precision, dot, dot_general
 from minijax.lax.fft import FftType, fft
 from minijax.lax.misc import stop_gradient
 from minijax.lax.reduce import (argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or,
@@ -27,6 +34,11 @@ from minijax.lax.special import (digamma, erf_inv, erfc, igamma, igamma_grad_a, 
                                  lgamma, polygamma, random_gamma_grad)
 from minijax.lax.top_k import top_k
 from minijax.lax import prng  # threefry2x32_p, behind minijax.random
+from minijax.lax.windowed_reductions import (reduce_window, reduce_window_max_p,
+                                            reduce_window_min_p, reduce_window_p,
+                                            reduce_window_shape_tuple, reduce_window_sum_p,
+                                            select_and_gather_add_p,
+                                            select_and_scatter_add_p)
 from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2, expm1, floor,
                                imag, integer_pow, is_finite, log, log1p, logistic, neg, real,
                                round, rsqrt, sign, sin, sqrt, square, tan, tanh)

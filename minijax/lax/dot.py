@@ -12,6 +12,7 @@ jaxprs print them as jax does (lists, None values hidden).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,7 +48,35 @@ def _dot_general_pp(params: dict) -> dict:
 dot_general_p.pp_params = _dot_general_pp
 
 
+class Precision(enum.Enum):
+    """Precision of matrix products and convolutions (``precision=`` of ``dot_general``,
+    ``conv_general_dilated``): how float32 operands are multiplied on accelerators.
+
+    ``DEFAULT`` (aliases ``'default'``, ``'fastest'``, ``'bfloat16'``), ``HIGH``
+    (``'high'``, ``'bfloat16_3x'``, ``'tensorfloat32'``) and ``HIGHEST`` (``'highest'``,
+    ``'float32'``). No effect on CPU. ``Precision('highest')`` is ``Precision.HIGHEST``.
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        name = _PRECISION_ALIASES.get(str(value).lower()) if value is not None else "DEFAULT"
+        return cls[name] if name else None
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
 _PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
+_PRECISION_ALIASES = {"default": "DEFAULT", "fastest": "DEFAULT", "bfloat16": "DEFAULT",
+                      "high": "HIGH", "bfloat16_3x": "HIGH", "tensorfloat32": "HIGH",
+                      "highest": "HIGHEST", "float32": "HIGHEST"}
 
 
 def _canonical_precision(precision) -> tuple[str, str] | None:
@@ -60,8 +89,7 @@ def _canonical_precision(precision) -> tuple[str, str] | None:
         pair = [_canonical_precision(p) for p in precision]
         return (pair[0][0] if pair[0] else "DEFAULT", pair[1][0] if pair[1] else "DEFAULT")
     name = getattr(precision, "name", precision)
-    name = {"bfloat16": "DEFAULT", "fastest": "DEFAULT", "tensorfloat32": "HIGH",
-            "float32": "HIGHEST"}.get(str(name).lower(), str(name).upper())
+    name = _PRECISION_ALIASES.get(str(name).lower(), str(name).upper())
     if name not in _PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; use one of {_PRECISIONS}")
     return (name, name)

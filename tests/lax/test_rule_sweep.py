@@ -310,6 +310,44 @@ case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), C6
 case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), I32),
      Arg((3, 2), I32), label="int32")
 
+# convolutions and windowed reductions
+_NHWC = ("NHWC", "HWIO", "NHWC")
+case("conv_general_dilated", lambda L, x, w: L.conv_general_dilated(
+    x, w, (2, 1), "SAME", rhs_dilation=(1, 2), dimension_numbers=_NHWC),
+    Arg((2, 5, 4, 3)), Arg((3, 2, 3, 4)))
+case("conv_general_dilated", lambda L, x, w: L.conv_general_dilated(
+    x, w, (1, 2), ((1, 0), (0, 1)), lhs_dilation=(2, 1), feature_group_count=2),
+    Arg((2, 4, 3, 4)), Arg((6, 2, 2, 2)), label="feature_groups")
+case("conv_general_dilated", lambda L, x, w: L.conv_general_dilated(
+    x, w, (1,), "VALID", batch_group_count=2), Arg((4, 3, 5)), Arg((4, 3, 2)),
+    label="batch_groups")
+case("conv_general_dilated", lambda L, x, w: L.conv_general_dilated(x, w, (1,), "SAME"),
+     Arg((2, 2, 4), C64), Arg((2, 2, 3), C64), label="complex64")
+_WINDOW = dict(window_dimensions=(2, 2), window_strides=(1, 2), padding=((1, 0), (0, 1)))
+case("reduce_window_sum", lambda L, x: L.reduce_window(x, 0.0, L.add, **_WINDOW), Arg((3, 5)))
+case("reduce_window_max", lambda L, x: L.reduce_window(x, -np.inf, L.max, **_WINDOW),
+     Arg((3, 5), F32, "distinct"))
+case("reduce_window_min", lambda L, x: L.reduce_window(x, np.inf, L.min, **_WINDOW),
+     Arg((3, 5), F32, "distinct"))
+case("reduce_window_max", lambda L, x: L.reduce_window(x, np.int32(-2**31), L.max, **_WINDOW),
+     Arg((3, 5), I32), label="int32")
+# (jax has no reverse mode for the generic reduce_window)
+case("reduce_window", lambda L, x: L.reduce_window(x, 1.0, L.mul, **_WINDOW), Arg((3, 5)),
+     rev=False)
+
+
+def _select_window(L, ge: bool) -> dict:
+    prims = jax.lax if L is JX else lax.binary
+    return dict(select_prim=prims.ge_p if ge else prims.le_p, window_dimensions=(2, 3),
+                window_strides=(2, 1), padding=((0, 1), (1, 0)))
+
+
+case("select_and_gather_add", lambda L, t, x: L.select_and_gather_add_p.bind(
+    t, x, base_dilation=(1, 1), window_dilation=(1, 1), **_select_window(L, True)),
+    Arg((3, 4)), Arg((3, 4), F32, "distinct"))
+case("select_and_scatter_add", lambda L, s, x: L.select_and_scatter_add_p.bind(
+    s, x, **_select_window(L, False)), Arg((2, 3)), Arg((3, 4), F32, "distinct"))
+
 # shapes
 case("broadcast_in_dim", lambda L, x: L.broadcast_in_dim(x, (2, 3, 4), (1, 2)), Arg((3, 1)))
 case("broadcast_in_dim", lambda L, x: L.broadcast_in_dim(x, (2, 3), ()), Arg(()),
@@ -450,7 +488,8 @@ LINEAR = {
     "transpose", "squeeze", "concatenate", "pad", "rev", "slice", "dynamic_slice",
     "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul", "sort", "cond",
     "scan", "jit", "checkpoint", "custom_lin", "xla_metadata_value", "psum", "all_gather",
-    "ppermute",
+    "ppermute", "conv_general_dilated", "reduce_window_sum", "select_and_gather_add",
+    "select_and_scatter_add",
 }
 
 # Rules a primitive may lack, each with the reason.
