@@ -6,6 +6,8 @@ rules (jvp, transpose, batching) are added beside them.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from minijax.core import dtypes
@@ -223,7 +225,13 @@ def square(x):
 
 
 def integer_pow(x, y: int):
-    return integer_pow_p.bind(x, y=int(y))
+    """``x ** y`` for a static integer ``y`` (TypeError for any other exponent)."""
+    try:
+        y = operator.index(y)
+    except TypeError:
+        raise TypeError(f"integer_pow: the exponent must be a static integer, got "
+                        f"{y!r}") from None
+    return integer_pow_p.bind(x, y=y)
 
 
 # ---- differentiation rules ---------------------------------------------------------------

@@ -38,7 +38,8 @@ from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tr
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.transfer import device_put
-from minijax.stages.common import (abstractify, arg_names_from_paths, as_tuple, call_device,
+from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
+                                   argnums_tuple, call_device, check_argnames, check_argnums,
                                    fun_name, module_name, raise_if_deleted, result_names)
 from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
@@ -150,9 +151,16 @@ def _hashable(fun_nm: str, where: str, value: Any) -> None:
             f"of a list, or pass arrays as regular, non-static arguments).") from None
 
 
-def _resolve(nums, names, positional: list[str]) -> tuple[frozenset[int], frozenset[str]]:
-    """Argument numbers and names, each completed with the other (jax's rule)."""
-    nums, names = set(as_tuple(nums)), set(as_tuple(names))
+def _resolve(nums, names, positional: list[str], what: str, params, fun_name: str
+             ) -> tuple[frozenset[int], frozenset[str]]:
+    """Argument numbers and names, checked against the signature as jax does
+    (``params`` is None when it is unknown), then each completed with the other."""
+    nums = argnums_tuple(nums, f"{what}_argnums")
+    names = argnames_tuple(names, f"{what}_argnames")
+    if params is not None:
+        check_argnums(params, nums, f"{what}_argnums", fun_name)
+        check_argnames(params, names, f"{what}_argnames", fun_name)
+    nums, names = set(nums), set(names)
     for n in list(names):
         if n in positional:
             nums.add(positional.index(n))
@@ -191,7 +199,8 @@ class Wrapped(DispatchBase):
 
     def __init__(self, fun: Callable, *, static_argnums=(), static_argnames=(),
                  donate_argnums=(), donate_argnames=(), inline: bool = False,
-                 compiler_options: dict | None = None, keep_unused: bool = False):
+                 compiler_options: dict | None = None, keep_unused: bool = False,
+                 device=None, backend=None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r}")
         functools.update_wrapper(self, fun)
@@ -200,13 +209,17 @@ class Wrapped(DispatchBase):
         self._inline = inline
         self._compiler_options = normalize_options(compiler_options)
         try:
-            self._params = list(inspect.signature(fun).parameters.values())
+            params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
-            self._params = []
+            params = None  # builtins without a signature: nothing to check against
+        self._params = params or []
         names = [p.name for p in self._params
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        snums, snames = _resolve(static_argnums, static_argnames, names)
-        dnums, dnames = _resolve(donate_argnums, donate_argnames, names)
+        snums, snames = _resolve(static_argnums, static_argnames, names, "static", params,
+                                 self._name)
+        dnums, dnames = _resolve(donate_argnums, donate_argnames, names, "donate", params,
+                                 self._name)
+        self._device = _placement(device, backend)
         both = (snums & dnums) | (snames & dnames)
         if both:
             raise ValueError(f"jit of {self._name}: arguments {sorted(both, key=str)} are both "
@@ -243,7 +256,7 @@ class Wrapped(DispatchBase):
         nums = {i + n if i < 0 else i for i in self._static_argnums}
         statics = []
         for i in sorted(nums):
-            if i < n:
+            if 0 <= i < n:
                 _hashable(self._name, f"at position {i}", args[i])
                 statics.append((i, args[i]))
         for k in sorted(kwargs):
@@ -385,6 +398,8 @@ class Wrapped(DispatchBase):
                     raise
         entry, leaves = self._entry(args, kwargs)
         device = call_device(leaves)  # None: the default device
+        if self._device is not None:
+            device = _placed(self._name, self._device, device)
         call = entry.calls.get((ctx, device))
         if call is None:
             call = entry.calls[ctx, device] = self._compile(entry, ctx, device)
@@ -492,6 +507,48 @@ class Wrapped(DispatchBase):
         return self
 
 
+def _placement(device, backend):
+    """The device ``jit(device=, backend=)`` asks for: None for the default one.
+
+    ``backend`` must name the default backend's platform (``"cpu"``; an unknown or
+    unavailable one is a RuntimeError as in jax, which raises it at the first call,
+    minijax here) and ``device`` be one of ``minijax.devices()``; both at once is a
+    ValueError, as in jax.
+    """
+    from minijax.runtime.backend import default_device, devices, get_backend
+    if device is not None and backend is not None:
+        raise ValueError(f"can't specify both a device and a backend for jit, got "
+                         f"device={device!r} and backend={backend!r}")
+    if backend is not None:
+        if not isinstance(backend, str):
+            raise TypeError(f"jit backend must be a platform name such as 'cpu', got "
+                            f"{backend!r}")
+        try:
+            chosen = get_backend(backend)
+        except ValueError as e:
+            raise RuntimeError(f"Unknown backend {backend!r} requested for jit: {e}") from None
+        if chosen is not get_backend():
+            raise NotImplementedError(
+                f"jit(backend={backend!r}): minijax compiles for the default backend "
+                f"({get_backend().platform!r}) only; choose the platform with the "
+                f"minijax_platforms option instead")
+        return None
+    if device is None:
+        return None
+    if not any(device is d or device == d for d in devices()):
+        raise TypeError(f"jit device must be one of minijax.devices(), got {device!r}")
+    return None if device == default_device() else device
+
+
+def _placed(name: str, wanted, found):
+    """The device a ``jit(device=wanted)`` call runs on, given its arguments' device
+    ``found`` (None: all on the default device, which then follow to ``wanted``)."""
+    if found is not None and found != wanted:
+        raise ValueError(f"jit({name}) was asked to run on {wanted} but an argument is on "
+                         f"{found}; move it with minijax.device_put(x, device)")
+    return wanted
+
+
 def donation_site(name: str) -> str:
     """``"to jit(f) at file.py:12"``: where the user's call donated an array."""
     src = user_source(2)
@@ -540,7 +597,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, inline=inline,
-                                 compiler_options=compiler_options, keep_unused=keep_unused)
+                                 compiler_options=compiler_options, keep_unused=keep_unused,
+                                 device=device, backend=backend)
     return Wrapped(fun, static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames, inline=inline,
-                   compiler_options=compiler_options, keep_unused=keep_unused)
+                   compiler_options=compiler_options, keep_unused=keep_unused, device=device,
+                   backend=backend)

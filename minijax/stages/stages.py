@@ -143,6 +143,11 @@ class Lowered(_StageInfo):
         from minijax.stages.compiler import compile_module, normalize_options
         if must_fuse not in ("warn", "error", "ignore"):
             raise ValueError(f"must_fuse must be 'warn', 'error' or 'ignore', got {must_fuse!r}")
+        if getattr(self._wrapped, "_device", None) is not None:
+            raise NotImplementedError(
+                f"{self._entry.name} was jitted with device={self._wrapped._device}, but "
+                f"Lowered.compile() compiles for the default device; call the jitted "
+                f"function instead")
         opts = dict(self._wrapped._compiler_options)
         opts.update(normalize_options(compiler_options))
         entry = self._entry

@@ -622,8 +622,11 @@ class _PullbackSpec:
     def __call__(self, *args):
         n_res = len(self.lin.constvars)
         residuals, cts = args[:n_res], args[n_res:]
-        ct = cts[0] if len(cts) == 1 else cts
-        ct_flat, ct_tree = tree_flatten(ct)
+        if len(cts) != 1:
+            raise TypeError(f"the function returned by vjp takes a single argument, the "
+                            f"cotangent of the differentiated function's output (a pytree "
+                            f"like {self.out_tree}), but was called with {len(cts)} arguments")
+        ct_flat, ct_tree = tree_flatten(cts[0])
         if ct_tree != self.out_tree:
             raise TypeError(f"vjp function expected a cotangent with tree structure "
                             f"{self.out_tree}, got {ct_tree}")
