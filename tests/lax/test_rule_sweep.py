@@ -310,6 +310,48 @@ case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), C6
 case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), I32),
      Arg((3, 2), I32), label="int32")
 
+# linear algebra (minijax.lax.linalg; LAPACK on CPU). Decompositions of matrices built
+# inside the case so that they are well conditioned: _spd(L, x) = x x^T + 3 I.
+_EYE3 = np.eye(3, dtype=np.float32)
+
+
+def _spd(L, x):
+    return L.add(L.dot_general(x, x, (((1,), (1,)), ((), ()))), 3 * _EYE3)
+
+
+def _linalg(L):
+    """lax.linalg, with jax's private geqrf/geqp3 (not exported by jax.lax.linalg)."""
+    from jax._src.lax import linalg as jax_linalg
+    return L.linalg if L is MJ else jax_linalg
+
+
+case("cholesky", lambda L, x: L.linalg.cholesky(_spd(L, x)), Arg((3, 3)))
+case("triangular_solve", lambda L, a, b: L.linalg.triangular_solve(
+    L.add(a, 4 * _EYE3), b, left_side=True, lower=True), Arg((3, 3)), Arg((3, 2)))
+case("triangular_solve", lambda L, a, b: L.linalg.triangular_solve(
+    L.add(a, 4 * _EYE3), b, left_side=False, lower=False, transpose_a=True,
+    unit_diagonal=True), Arg((3, 3)), Arg((2, 3)), label="right_transposed")
+case("lu", lambda L, x: L.linalg.lu(x), Arg((3, 3)))
+case("lu", lambda L, x: L.linalg.lu(x), Arg((4, 3)), label="tall")
+case("lu_pivots_to_permutation", lambda L, p: L.linalg.lu_pivots_to_permutation(p, 4),
+     Arg((3,), I32, ("int", 0, 4)))
+# (geqrf, geqp3 and householder_product have no derivatives, in jax either: qr has them)
+case("geqrf", lambda L, x: _linalg(L).geqrf(x), Arg((4, 3)), fwd=False, rev=False)
+case("geqp3", lambda L, x, p: _linalg(L).geqp3(x, p), Arg((4, 3)),
+     Arg((3,), I32, ("int", 0, 1)), fwd=False, rev=False)
+case("householder_product", lambda L, a, t: L.linalg.householder_product(a, t), Arg((4, 3)),
+     Arg((3,), F32, "small"), fwd=False, rev=False)
+case("qr", lambda L, x: L.linalg.qr(x, full_matrices=False), Arg((4, 3)))
+case("qr", lambda L, x: L.linalg.qr(x), Arg((3, 4)), label="wide_full")
+case("qr", lambda L, x: L.linalg.qr(x, pivoting=True), Arg((3, 3)), label="pivoting")
+case("eigh", lambda L, x: L.linalg.eigh(x), Arg((3, 3)))
+case("svd", lambda L, x: L.linalg.svd(x, full_matrices=False), Arg((4, 3)))
+case("svd", lambda L, x: L.linalg.svd(x, compute_uv=False), Arg((3, 4)), label="values")
+case("eig", lambda L, x: L.linalg.eig(x, compute_left_eigenvectors=False,
+                                      compute_right_eigenvectors=False), Arg((3, 3)))
+case("eig", lambda L, x: L.linalg.eig(x, enable_eigvec_derivs=True), Arg((3, 3)),
+     label="vectors", tol=1e-3)
+
 # convolutions and windowed reductions
 _NHWC = ("NHWC", "HWIO", "NHWC")
 case("conv_general_dilated", lambda L, x, w: L.conv_general_dilated(
@@ -488,8 +530,8 @@ LINEAR = {
     "transpose", "squeeze", "concatenate", "pad", "rev", "slice", "dynamic_slice",
     "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul", "sort", "cond",
     "scan", "jit", "checkpoint", "custom_lin", "xla_metadata_value", "psum", "all_gather",
-    "ppermute", "conv_general_dilated", "reduce_window_sum", "select_and_gather_add",
-    "select_and_scatter_add",
+    "ppermute", "triangular_solve", "conv_general_dilated", "reduce_window_sum",
+    "select_and_gather_add", "select_and_scatter_add",
 }
 
 # Rules a primitive may lack, each with the reason.
@@ -504,6 +546,10 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "custom_lin": {"jvp": "only in linear jaxprs, which are transposed",
                    "batch": "only in linear jaxprs, which are transposed",
                    "case": "exercised by the custom_vjp_call case's reverse mode"},
+    # LAPACK's Householder pieces: qr, built from them, carries the derivatives (as in jax).
+    "geqrf": {"jvp": "differentiated through qr, as in jax"},
+    "geqp3": {"jvp": "differentiated through qr, as in jax"},
+    "householder_product": {"jvp": "differentiated through qr, as in jax"},
     # Pallas kernel-body primitives: they only exist inside a kernel's jaxpr, which
     # pallas_call interprets or lowers as a whole (its batching rule adds a grid axis).
     "get": {"jvp": "pallas kernel body only", "batch": "pallas kernel body only",

@@ -10,3 +10,8 @@ from minijax.lax.linalg.cholesky import cholesky, cholesky_p
 from minijax.lax.linalg.triangular_solve import triangular_solve, triangular_solve_p
 from minijax.lax.linalg.lu import (lu, lu_p, lu_pivots_to_permutation,
                                    lu_pivots_to_permutation_p)
+from minijax.lax.linalg.qr import (geqp3, geqp3_p, geqrf, geqrf_p, householder_product,
+                                   householder_product_p, qr, qr_p)
+from minijax.lax.linalg.eigh import eigh, eigh_p
+from minijax.lax.linalg.svd import SvdAlgorithm, svd, svd_p
+from minijax.lax.linalg.eig import eig, eig_p

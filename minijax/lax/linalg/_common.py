@@ -32,7 +32,7 @@ from minijax.lax.dot import dot_general
 from minijax.lax.select import select
 from minijax.lax.slicing import GatherDimensionNumbers, gather
 from minijax.lax.slicing import slice as lax_slice
-from minijax.lax.unary import imag
+from minijax.lax.complex import conj as lax_conj
 from minijax.transforms.batching import bdim_at
 
 # ---- types ----------------------------------------------------------------------------------
@@ -199,12 +199,9 @@ def T(x):
 
 def conj(x):
     """Complex conjugate (``x`` itself for real dtypes)."""
-    dt = get_aval(x).dtype
-    if not dtypes.is_complex(dt):
+    if not dtypes.is_complex(get_aval(x).dtype):
         return x
-    # x - 2i*imag(x), spelled with the primitives lax has.
-    im = convert_element_type(imag(x), dt)
-    return _b.sub(x, _b.mul(im, np.asarray(2j, dt)))
+    return lax_conj(x)
 
 
 def H(x):
@@ -258,6 +255,13 @@ def permute_rows(x, perm):
                                 start_indices_batching_dims=batch)
     idx = _shape.expand_dims(perm, (nb + 1,))
     return gather(x, idx, dn, (1,) * (nb + 1) + (aval.shape[-1],))
+
+
+def block(x, rows: tuple[int, int], cols: tuple[int, int]):
+    """``x[..., r0:r1, c0:c1]``."""
+    shape = get_aval(x).shape
+    nb = len(shape) - 2
+    return lax_slice(x, (0,) * nb + (rows[0], cols[0]), (*shape[:-2], rows[1], cols[1]))
 
 
 def matmul(a, b):
