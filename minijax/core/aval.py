@@ -3,10 +3,58 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from minijax.core import dtypes
+
+
+def canonicalize_dim(d, context: str = "") -> int:
+    """A user-given dimension size as a Python int; TypeError unless it is an integer.
+
+    Anything with ``__index__`` is accepted (Python and NumPy integers, 0-d integer
+    arrays); floats, strings, None and traced values are not, as in jax:
+    ``zeros(2.5)`` does not silently become ``zeros(2)``. The sign is not checked
+    here: each caller knows what a negative size means (``reshape``'s -1) and
+    rejects it where it is an error.
+    """
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise _invalid_shape_error((d,), context) from None
+
+
+def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
+    """A user-given shape (an integer or a sequence of them) as a tuple of Python ints.
+
+    Raises TypeError naming the shape when it is not a 1D sequence of concrete
+    integers (see :func:`canonicalize_dim`).
+
+    >>> canonicalize_shape((2, np.int64(3)))
+    (2, 3)
+    >>> canonicalize_shape((2.5,))
+    Traceback (most recent call last):
+    TypeError: Shapes must be 1D sequences of concrete values of integer type, got (2.5,).
+    """
+    if isinstance(shape, (int, np.integer)) or getattr(shape, "ndim", None) == 0:
+        shape = (shape,)  # one size (a 0-d array or traced value too)
+    if not isinstance(shape, (str, bytes)):  # iterable, but not a shape ("" would be ())
+        try:
+            return tuple(operator.index(d) for d in shape)
+        except TypeError:
+            pass
+    raise _invalid_shape_error(shape, context)
+
+
+def _invalid_shape_error(shape, context: str) -> TypeError:
+    msg = f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r}"
+    msg += f" for the {context}." if context else "."
+    from minijax.core.trace import Tracer  # trace imports this module
+    if isinstance(shape, (tuple, list)) and any(isinstance(d, Tracer) for d in shape):
+        msg += ("\nA traced value cannot be a size: if using `jit`, make it static "
+                "(`static_argnums`) or apply `jit` to a smaller function.")
+    return TypeError(msg)
 
 
 class ShapedArray:
@@ -65,7 +113,7 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, *, weak_type: bool = False, sharding=None):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = canonicalize_shape(shape, "shape of ShapeDtypeStruct")
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +17,34 @@ def type_error(prim: str, msg: str, *avals: ShapedArray) -> TypeError:
     """A TypeError naming the primitive and its operand types."""
     types = ", ".join(a.str_short() for a in avals)
     return TypeError(f"{prim}: {msg} (operand types: {types})")
+
+
+def static_ints(values, what: str) -> tuple[int, ...]:
+    """``values`` (dimension numbers, paddings, ...) as a tuple of Python ints.
+
+    Raises TypeError naming ``what`` and the values when one is not an integer
+    (``int(2.5)`` would silently truncate).
+    """
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
+
+
+def static_int(value, what: str) -> int:
+    """``value`` as a Python int; TypeError naming ``what`` when it is not an integer."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {value!r}") from None
+
+
+def check_nonnegative_shape(prim: str, what: str, shape: tuple, *avals: ShapedArray) -> None:
+    """TypeError (as jax's) when a shape given to ``prim`` has a negative dimension."""
+    if any(d < 0 for d in shape):
+        raise TypeError(f"{prim} {what} must have every element be nonnegative, got {shape}."
+                        + (f" (operand types: {', '.join(a.str_short() for a in avals)})"
+                           if avals else ""))
 
 
 _KIND_NAMES = {"f": "floating-point", "c": "complex", "i": "signed integer",

@@ -7,14 +7,15 @@ Also the lax functions built on them: ``expand_dims``, ``broadcast``,
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, canonicalize_dim, canonicalize_shape
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import type_error
+from minijax.lax._util import check_nonnegative_shape, static_int, static_ints, type_error
 from minijax.lowering.types import i64_array
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
@@ -28,8 +29,14 @@ iota_p = Primitive("iota")
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:
-    """``axis`` in ``[0, ndim)``; negative axes count from the end (ValueError if out of range)."""
-    axis = int(axis)
+    """``axis`` in ``[0, ndim)``; negative axes count from the end (ValueError if out of range).
+
+    TypeError when ``axis`` is not an integer (``2.5`` is not axis 2).
+    """
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"axis must be an integer, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis + ndim if axis < 0 else axis
@@ -39,6 +46,7 @@ def canonicalize_axis(axis: int, ndim: int) -> int:
 
 @broadcast_in_dim_p.def_abstract_eval
 def _broadcast_in_dim_abstract(x, *, broadcast_dimensions, shape, sharding=None):
+    check_nonnegative_shape("broadcast_in_dim", "shape", tuple(shape), x)
     if len(broadcast_dimensions) != x.ndim:
         raise type_error("broadcast_in_dim", f"broadcast_dimensions {broadcast_dimensions} must "
                          f"have one entry per operand dimension", x)
@@ -73,8 +81,8 @@ broadcast_in_dim_p.pp_params = _broadcast_in_dim_pp
 
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
     """Broadcast ``x`` to ``shape``; operand dim ``i`` becomes dim ``broadcast_dimensions[i]``."""
-    shape = tuple(int(d) for d in shape)
-    dims = tuple(int(d) for d in broadcast_dimensions)
+    shape = canonicalize_shape(shape, "shape of broadcast_in_dim")
+    dims = static_ints(broadcast_dimensions, "broadcast_in_dim broadcast_dimensions")
     aval = get_aval(x)
     if aval.shape == shape and dims == tuple(range(len(shape))) and hasattr(x, "aval"):
         return x
@@ -84,7 +92,7 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
 def broadcast(x, sizes: Sequence[int]):
     """Add leading dimensions of ``sizes`` to ``x`` (as ``jax.lax.broadcast``)."""
     aval = get_aval(x)
-    sizes = tuple(int(d) for d in sizes)
+    sizes = canonicalize_shape(sizes, "sizes of broadcast")
     dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
     return broadcast_in_dim(x, sizes + aval.shape, dims)
 
@@ -93,6 +101,7 @@ def broadcast(x, sizes: Sequence[int]):
 
 @reshape_p.def_abstract_eval
 def _reshape_abstract(x, *, dimensions=None, new_sizes, sharding=None):
+    check_nonnegative_shape("reshape", "new_sizes", tuple(new_sizes), x)
     if math.prod(new_sizes) != x.size or any(d < 0 for d in new_sizes):
         raise type_error("reshape", f"cannot reshape array of shape {x.shape} (size {x.size}) "
                          f"into shape {tuple(new_sizes)} (size {math.prod(new_sizes)})", x)
@@ -113,11 +122,11 @@ def _reshape_lower(ctx, x, *, dimensions=None, new_sizes, sharding=None):
 
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
     """Reshape ``x`` to ``new_sizes``; ``dimensions`` transposes the operand first."""
-    new_sizes = tuple(int(d) for d in new_sizes)
+    new_sizes = canonicalize_shape(new_sizes, "new_sizes of reshape")
     aval = get_aval(x)
     dims = None
     if dimensions is not None:
-        dims = tuple(int(d) for d in dimensions)
+        dims = static_ints(dimensions, "reshape dimensions")
         if dims == tuple(range(aval.ndim)):
             dims = None
     if aval.shape == new_sizes and dims is None and hasattr(x, "aval"):
@@ -144,7 +153,7 @@ def _transpose_lower(ctx, x, *, permutation):
 
 def transpose(x, permutation: Sequence[int]):
     """Permute the dimensions of ``x``: output dim ``i`` is operand dim ``permutation[i]``."""
-    perm = tuple(int(p) for p in permutation)
+    perm = static_ints(permutation, "transpose permutation")
     if perm == tuple(range(get_aval(x).ndim)) and hasattr(x, "aval"):
         return x
     return transpose_p.bind(x, permutation=perm)
@@ -237,7 +246,7 @@ def concatenate(operands: Sequence, dimension: int):
         raise ValueError("concatenate requires a non-empty sequence of operands")
     if len(operands) == 1 and hasattr(operands[0], "aval"):
         return operands[0]
-    return concatenate_p.bind(*operands, dimension=int(dimension))
+    return concatenate_p.bind(*operands, dimension=static_int(dimension, "concatenate dimension"))
 
 
 # ---- pad ------------------------------------------------------------------------------
@@ -278,7 +287,10 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
 
     Negative ``low``/``high`` remove elements from that edge.
     """
-    config = tuple((int(lo), int(hi), int(interior)) for lo, hi, interior in padding_config)
+    config = tuple(static_ints(c, "pad padding_config entry") for c in padding_config)
+    if any(len(c) != 3 for c in config):
+        raise ValueError(f"pad: padding_config must hold (low, high, interior) triples, got "
+                         f"{padding_config!r}")
     return pad_p.bind(x, padding_value, padding_config=config)
 
 
@@ -302,7 +314,7 @@ def _rev_lower(ctx, x, *, dimensions):
 
 def rev(x, dimensions: Sequence[int]):
     """Reverse ``x`` along ``dimensions``."""
-    return rev_p.bind(x, dimensions=tuple(int(d) for d in dimensions))
+    return rev_p.bind(x, dimensions=static_ints(dimensions, "rev dimensions"))
 
 
 # ---- iota -------------------------------------------------------------------------------
@@ -313,8 +325,7 @@ def _iota_abstract(*, dimension, dtype, shape, sharding=None):
     if not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
         raise type_error("iota", f"iota does not accept dtype {np.dtype(dtype).name}; use a "
                          f"numeric dtype", aval)
-    if any(d < 0 for d in shape):
-        raise type_error("iota", f"shape {shape} must be non-negative", aval)
+    check_nonnegative_shape("iota", "shape", tuple(shape))
     if not 0 <= dimension < len(shape):
         raise type_error("iota", f"iota dimension must be between 0 and len(shape)={len(shape)}"
                          f", got dimension={dimension}", aval)
@@ -333,15 +344,16 @@ def _iota_lower(ctx, *, dimension, dtype, shape, sharding=None):
 
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     """An array of ``shape`` whose values count 0, 1, ... along ``dimension``."""
-    shape = tuple(int(d) for d in shape)
-    dimension = canonicalize_axis(dimension, len(shape)) if shape else int(dimension)
+    shape = canonicalize_shape(shape, "shape of broadcasted_iota")
+    dimension = (canonicalize_axis(dimension, len(shape)) if shape
+                 else static_int(dimension, "iota dimension"))
     return iota_p.bind(dimension=dimension, dtype=dtypes.canonicalize(dtype), shape=shape,
                        sharding=None)
 
 
 def iota(dtype, size: int):
     """``[0, 1, ..., size - 1]`` as ``dtype``."""
-    return broadcasted_iota(dtype, (int(size),), 0)
+    return broadcasted_iota(dtype, (canonicalize_dim(size, "size of iota"),), 0)
 
 
 # ---- differentiation and batching rules ----------------------------------------------------

@@ -18,9 +18,9 @@ from typing import NamedTuple
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.trace import Primitive, Tracer, get_aval, trace_to_jaxpr
-from minijax.lax._util import type_error
+from minijax.lax._util import static_int, static_ints, type_error
 from minijax.lax.shape import reshape, squeeze
 from minijax.lowering.types import i64_array
 
@@ -90,7 +90,8 @@ class ScatterDimensionNumbers(NamedTuple):
 
 
 def _tuples(dn: NamedTuple) -> NamedTuple:
-    return type(dn)(*(tuple(int(d) for d in f) for f in dn))
+    return type(dn)(*(static_ints(f, f"{type(dn).__name__}.{name}")
+                      for name, f in zip(dn._fields, dn)))
 
 
 def _bool_attr(b: bool) -> str:
@@ -146,19 +147,20 @@ def _slice_lower(ctx, x, *, limit_indices, start_indices, strides):
 def slice(operand, start_indices: Sequence[int], limit_indices: Sequence[int],
           strides: Sequence[int] | None = None):
     """``operand[start:limit:stride]`` in every dimension, with static bounds."""
-    return slice_p.bind(operand, limit_indices=tuple(int(i) for i in limit_indices),
-                        start_indices=tuple(int(i) for i in start_indices),
-                        strides=None if strides is None else tuple(int(s) for s in strides))
+    return slice_p.bind(operand, limit_indices=static_ints(limit_indices, "slice limit_indices"),
+                        start_indices=static_ints(start_indices, "slice start_indices"),
+                        strides=None if strides is None else static_ints(strides,
+                                                                         "slice strides"))
 
 
 def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stride: int = 1,
                  axis: int = 0):
     """``operand[..., start:limit:stride, ...]`` along ``axis`` (negative indices count back)."""
     aval = get_aval(operand)
-    axis = int(axis)
+    axis = static_int(axis, "slice_in_dim axis")
     size = aval.shape[axis]
-    start = 0 if start_index is None else int(start_index)
-    limit = size if limit_index is None else int(limit_index)
+    start = 0 if start_index is None else static_int(start_index, "slice_in_dim start_index")
+    limit = size if limit_index is None else static_int(limit_index, "slice_in_dim limit_index")
     if start < 0:
         start += size
     if limit < 0:
@@ -166,14 +168,14 @@ def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stri
     starts = [0] * aval.ndim
     limits = list(aval.shape)
     strides = [1] * aval.ndim
-    starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
+    starts[axis], limits[axis], strides[axis] = start, limit, static_int(stride, "stride")
     return slice(operand, starts, limits, strides)
 
 
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     """``operand[..., index, ...]`` along ``axis``; keeps a size-1 dimension if ``keepdims``."""
     aval = get_aval(operand)
-    index, axis = int(index), int(axis)
+    index, axis = static_int(index, "index_in_dim index"), static_int(axis, "index_in_dim axis")
     size = aval.shape[axis]
     wrapped = index + size if index < 0 else index
     if not 0 <= wrapped < size:
@@ -246,6 +248,8 @@ def _dynamic_slice_indices(aval: ShapedArray, start_indices, allow_negative_indi
         if idx_aval.ndim != 1:
             raise ValueError(f"Slice indices must be a 1D sequence, got {idx_aval.shape}")
         if isinstance(arr, np.ndarray):
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"dynamic_slice start indices must be integers, got {arr!r}")
             start_indices = [int(i) for i in arr]
         else:
             start_indices = [reshape(slice(arr, (k,), (k + 1,)), ())
@@ -293,7 +297,8 @@ def dynamic_slice(operand, start_indices, slice_sizes: Sequence[int], *,
     """
     aval = get_aval(operand)
     idx = _dynamic_slice_indices(aval, start_indices, allow_negative_indices)
-    return dynamic_slice_p.bind(operand, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
+    sizes = canonicalize_shape(slice_sizes, "slice_sizes of dynamic_slice")
+    return dynamic_slice_p.bind(operand, *idx, slice_sizes=sizes)
 
 
 def dynamic_update_slice(operand, update, start_indices, *,
@@ -314,9 +319,9 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
                          allow_negative_indices: bool = True):
     """``operand[..., start:start + slice_size, ...]`` along ``axis``, start traced or not."""
     aval = get_aval(operand)
-    axis = int(axis)
+    axis = static_int(axis, "dynamic_slice_in_dim axis")
     sizes = list(aval.shape)
-    sizes[axis] = int(slice_size)
+    sizes[axis] = slice_size
     allow = [False] * aval.ndim
     allow[axis] = allow_negative_indices
     return dynamic_slice(operand, _start_for_axis(aval.ndim, start_index, axis), sizes,
@@ -335,7 +340,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
                                 allow_negative_indices: bool = True):
     """``operand`` with ``update`` written at ``start_index`` along ``axis``."""
     aval = get_aval(operand)
-    axis = int(axis)
+    axis = static_int(axis, "dynamic_update_slice_in_dim axis")
     allow = [False] * aval.ndim
     allow[axis] = allow_negative_indices
     return dynamic_update_slice(operand, update, _start_for_axis(aval.ndim, start_index, axis),
@@ -522,7 +527,8 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers,
     return gather_p.bind(operand, start_indices,
                          dimension_numbers=_tuples(GatherDimensionNumbers(*dimension_numbers)),
                          fill_value=fill_value, indices_are_sorted=bool(indices_are_sorted),
-                         mode=parsed, slice_sizes=tuple(int(s) for s in slice_sizes),
+                         mode=parsed,
+                         slice_sizes=canonicalize_shape(slice_sizes, "slice_sizes of gather"),
                          unique_indices=bool(unique_indices))
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.aval import canonicalize_shape
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 
 
@@ -82,9 +83,7 @@ def full(shape, fill_value, dtype=None):
 
 
 def _shape_tuple(shape) -> tuple:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(d) for d in shape)
+    return canonicalize_shape(shape, "shape of an array creation function")
 
 
 def zeros(shape, dtype=None):

@@ -68,6 +68,8 @@ def _kind(i) -> tuple[str, Any]:
     if isinstance(i, slice):
         return SLICE, i
     if _is_int(i):
+        if isinstance(i, int):
+            _check_python_int_index(i)
         return INT, i
     if isinstance(i, (bool, np.bool_)):
         return BOOL, bool(i)
@@ -88,6 +90,18 @@ def _kind(i) -> tuple[str, Any]:
                         f"{np.dtype(type(i)).name}")
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
                      f"integer or boolean arrays are valid indices. Got {i!r}")
+
+
+def _check_python_int_index(i: int) -> None:
+    """OverflowError (as jax) for a Python int index outside the default integer type.
+
+    ``x[2**40]`` would otherwise be clamped to the last element without complaint.
+    """
+    dt = dtypes.default_int()
+    info = np.iinfo(dt)
+    if not info.min <= i <= info.max:
+        raise OverflowError(f"Python int {i} too large to convert to {dt.name} (index out of "
+                            f"range of the index type)")
 
 
 def _sequence_index(seq):
@@ -374,7 +388,9 @@ class _Indexer(NamedTuple):
 def _normalize(value, size: int):
     """Wrap negative indices (an int, a NumPy array or a traced array) into ``[0, size)``."""
     if _is_int(value):
-        return value + size if value < 0 else value
+        # Clamped to [-1, size]: out of bounds stays out of bounds (dropped by scatter,
+        # clamped or filled by gather) and fits the int32 index type (x64 allows 2**40).
+        return min(max(value + size if value < 0 else value, -1), size)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "u":
             return value

@@ -14,6 +14,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.aval import canonicalize_shape
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
@@ -43,9 +44,12 @@ def _shape(x) -> tuple:
 
 
 def _axis_tuple(axis) -> tuple:
-    if isinstance(axis, (list, tuple)):
-        return tuple(operator.index(a) for a in axis)
-    return (operator.index(axis),)
+    try:
+        if isinstance(axis, (list, tuple)):
+            return tuple(operator.index(a) for a in axis)
+        return (operator.index(axis),)
+    except TypeError:
+        raise TypeError(f"axis must be an integer or a tuple of integers, got {axis!r}") from None
 
 
 def _static_int(x, what: str) -> int:
@@ -56,16 +60,18 @@ def _static_int(x, what: str) -> int:
         except ConcretizationTypeError as e:
             raise type(e)(f"{what} must be a static (concrete) value, not a traced array; pass "
                           f"a Python int (mark it static in jit). {e}") from None
-    return operator.index(x)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {x!r}") from None
 
 
 # ---- reshaping ------------------------------------------------------------------------
 
 def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
-    if isinstance(newshape, (int, np.integer)) or hasattr(newshape, "__index__") and not \
-            isinstance(newshape, (list, tuple)):
+    if not isinstance(newshape, (list, tuple)) and np.ndim(newshape) == 0:
         newshape = (newshape,)
-    newshape = tuple(operator.index(d) for d in newshape)
+    newshape = canonicalize_shape(newshape, "new shape of reshape")
     if sum(d == -1 for d in newshape) > 1:
         raise TypeError(f"can only specify one unknown axis size with a `-1` value, got "
                         f"{newshape}")
@@ -182,8 +188,7 @@ def squeeze(a, axis=None):
 def broadcast_to(array, shape):
     """``array`` broadcast to ``shape`` with NumPy's rules."""
     _check_arraylike("broadcast_to", array)
-    shape = (operator.index(shape),) if not isinstance(shape, (list, tuple)) else tuple(
-        operator.index(d) for d in shape)
+    shape = canonicalize_shape(shape, "shape of broadcast_to")
     aval = get_aval(array)
     if aval.shape == shape:
         return _result(array)
@@ -342,9 +347,10 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
                           f"int or a concrete (NumPy) array of counts. {e}") from None
     reps = np.asarray(repeats)
     if reps.dtype.kind not in "iu" and reps.dtype != np.bool_:
-        raise TypeError(f"repeat: repeats must be integers, got dtype {reps.dtype}")
-    if np.any(reps < 0):
-        raise ValueError(f"repeat: repeats may not contain negative values, got {repeats}")
+        raise TypeError(f"repeat: repeats must be integers, got {repeats!r} (dtype "
+                        f"{reps.dtype})")
+    if np.any(reps < 0):  # a TypeError, as jax's (the result shape would be negative)
+        raise TypeError(f"repeat: repeats may not contain negative values, got {repeats}")
     if axis is None:
         a = ravel(a)
         axis = 0
@@ -571,7 +577,10 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
     if isinstance(k, Tracer) or hasattr(k, "aval"):
         k = lax.convert_element_type(k, dtypes.int32)
     else:
-        k = np.asarray(operator.index(k), dtypes.int32)
+        try:
+            k = np.asarray(operator.index(k), dtypes.int32)
+        except TypeError:
+            raise ValueError(f"k must be a scalar integer; got {k!r}") from None
     return lax.convert_element_type(lax.eq(lax.add(i, k), j), dt)
 
 
@@ -613,8 +622,7 @@ def full_like(a, fill_value, dtype=None, shape=None):
     aval = get_aval(a)
     weak = dtype is None and aval.weak_type
     dt = aval.dtype if dtype is None else dtypes.canonicalize(dtype)
-    shape = aval.shape if shape is None else (
-        (operator.index(shape),) if not isinstance(shape, (list, tuple)) else tuple(shape))
+    shape = aval.shape if shape is None else canonicalize_shape(shape, "shape of full_like")
     if hasattr(fill_value, "aval"):
         value = lax.convert_element_type(fill_value, dt, weak)
     elif np.ndim(fill_value) == 0 and is_python_scalar(fill_value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import operator
 from typing import Any
 from collections.abc import Sequence
 
@@ -89,6 +90,71 @@ def as_tuple(x) -> tuple:
     if isinstance(x, (int, str)):
         return (x,)
     return tuple(x)
+
+
+def argnums_tuple(x, what: str) -> tuple[int, ...]:
+    """A ``static_argnums``-style option as a tuple of ints, read as jax reads it.
+
+    None is empty; one integer (``np.int64`` and ``True`` too) is one; anything
+    else must be a sequence of integers, else TypeError naming ``what``.
+    """
+    if x is None:
+        return ()
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        pass
+    try:
+        return tuple(operator.index(i) for i in x)
+    except TypeError:
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {x!r}") from None
+
+
+def argnames_tuple(x, what: str) -> tuple[str, ...]:
+    """A ``static_argnames``-style option as a tuple of strings (TypeError otherwise)."""
+    if x is None:
+        return ()
+    if isinstance(x, str):
+        return (x,)
+    try:
+        names = tuple(x)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{what} must be a string or a sequence of strings, got {x!r}")
+    return names
+
+
+def check_argnums(params: Sequence[inspect.Parameter], nums: Sequence[int], what: str,
+                  fun_name: str) -> None:
+    """ValueError (as jax's, when ``jit`` is applied) for argument numbers that no call of
+    a function with parameters ``params`` could have; any number suits ``*args``."""
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    bad = [i for i in nums if not -n <= i < n]
+    if bad:
+        raise ValueError(f"Jitted function {fun_name} has {what}={tuple(nums)}, but only "
+                         f"accepts {n} positional arguments ({bad} out of range).")
+
+
+def check_argnames(params: Sequence[inspect.Parameter], names: Sequence[str], what: str,
+                   fun_name: str) -> None:
+    """ValueError (as jax's) for names that are not keyword parameters of the function
+    (any name suits ``**kwargs``, except a positional-only parameter's)."""
+    positional_only = {p.name for p in params
+                       if p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
+    bad = positional_only & set(names)
+    if bad:
+        raise ValueError(f"Jitted function {fun_name} has invalid argnames {sorted(bad)} in "
+                         f"{what}. These are positional-only")
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    valid = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    bad = set(names) - valid
+    if bad:
+        raise ValueError(f"Jitted function {fun_name} has invalid argnames {sorted(bad)} in "
+                         f"{what}. Function does not take these args.")
 
 
 def call_device(args: Sequence[Any]):

@@ -181,6 +181,10 @@ class Pmapped:
         if len(set(sizes)) > 1:
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
                              f"{sizes}")
+        if sizes[0] == 0:
+            raise ValueError(f"pmap of {self._name}: the mapped axis has size 0, but pmap "
+                             f"needs at least one replica (argument shapes "
+                             f"{[a.str_short() for a in avals]}, in_axes {axes})")
         return sizes[0], norm
 
     def _pick_devices(self, size: int) -> tuple:

@@ -19,12 +19,13 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.trace import (DebugInfo, Primitive, eval_jaxpr, get_aval, trace_to_jaxpr)
 from minijax.transforms.ad import (Zero, instantiate, is_undefined, jvp_jaxpr,
                                    partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
 from minijax.transforms.batching import batch_jaxpr, bdim_at, vmap
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax.tree_util import tree_flatten, tree_unflatten, treedef_children
 
 
 class _Traced(NamedTuple):
@@ -122,19 +123,44 @@ class custom_jvp:
         def jvp_flat(primals, tangents):
             p = tuple(tree_unflatten(tr.in_tree, primals))
             t = tuple(tree_unflatten(tr.in_tree, tangents))
-            out, tout = user_jvp(*tr.nondiff, p, t) if nums else user_jvp(p, t)
+            pair = user_jvp(*tr.nondiff, p, t) if nums else user_jvp(p, t)
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise TypeError(f"Custom JVP rule {_name(user_jvp)} for function "
+                                f"{_name(self.fun)} must produce a pair (list or tuple of "
+                                f"length two) of primal and tangent outputs, got "
+                                f"{type(pair).__name__}")
+            out, tout = pair
             out_flat, got_tree = tree_flatten(out)
             tout_flat, tout_tree = tree_flatten(tout)
             if got_tree != tr.out_tree or tout_tree != tr.out_tree:
                 raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
                                 f"the structure of the primal output {tr.out_tree}; got "
                                 f"{got_tree} and {tout_tree}")
+            _check_jvp_tangents(out_flat, tout_flat)
             return out_flat, tout_flat
 
         outs = custom_jvp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed, jvp=jvp_flat,
                                       num_consts=len(tr.consts),
                                       name=getattr(self.fun, "__name__", "f"))
         return tree_unflatten(tr.out_tree, outs)
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", repr(f))
+
+
+def _check_jvp_tangents(out_flat: list, tout_flat: list) -> None:
+    """TypeError (as jax's) unless each tangent output has the tangent type of its primal
+    output: same shape, and the same dtype (float0 for integer outputs); weak types aside."""
+    for o, t in zip(out_flat, tout_flat):
+        primal = get_aval(o)
+        expected, got = tangent_aval(primal), get_aval(t)
+        if got.shape != expected.shape or got.dtype != expected.dtype:
+            raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
+                            f"corresponding shapes and dtypes. Expected "
+                            f"{expected.strip_weak_type().str_short()} (tangent type of "
+                            f"{primal.strip_weak_type().str_short()}) but got "
+                            f"{got.strip_weak_type().str_short()}.")
 
 
 def _tree_add(a, b):
@@ -246,13 +272,45 @@ class custom_vjp:
             if len(res) != n_diff:
                 raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of length "
                                 f"{n_diff} (one per differentiable argument); got {len(res)}")
-            leaves = tree_flatten(tuple(res), is_leaf=lambda x: x is None)[0]
-            return [Zero(tangent_aval(get_aval(p))) if c is None else c
-                    for c, p in zip(leaves, tr.flat)]
+            return _bwd_cotangents(name, res, tr)
 
         outs = custom_vjp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed, fwd=fwd_flat,
                                       bwd=bwd_flat, num_consts=len(tr.consts), name=name)
         return tree_unflatten(tr.out_tree, outs)
+
+
+def _bwd_cotangents(name: str, res: Sequence, tr: _Traced) -> list:
+    """The flat cotangents of the differentiable inputs from a bwd rule's tuple ``res``.
+
+    As in jax: each entry is None (zeros) or a pytree with its argument's structure
+    (else TypeError), and each leaf has its input's shape (else ValueError); integer
+    inputs get zero (float0) cotangents whatever the rule returned.
+    """
+    out = []
+    leaves = iter(tr.flat)
+    for i, (c, arg_tree) in enumerate(zip(res, treedef_children(tr.in_tree))):
+        primals = [next(leaves) for _ in range(arg_tree.num_leaves)]
+        if c is None:
+            out.extend(Zero(tangent_aval(get_aval(p))) for p in primals)
+            continue
+        c_flat, c_tree = tree_flatten(c)
+        if c_tree != arg_tree:
+            raise TypeError(f"Custom VJP bwd rule for {name} must produce an output with the "
+                            f"same container (pytree) structure as the args tuple of the "
+                            f"primal function: cotangent {i} has structure {c_tree}, its "
+                            f"argument {arg_tree}")
+        for p, ct in zip(primals, c_flat):
+            a, ca = tangent_aval(get_aval(p)), get_aval(ct)
+            if a.dtype == dtypes.float0:
+                out.append(Zero(a))
+                continue
+            if ca.shape != a.shape:
+                raise ValueError(f"Custom VJP bwd rule for {name} must produce an output with "
+                                 f"the same shape as the args tuple of the primal function, "
+                                 f"but cotangent {i} has type {ca.str_short()} for an input "
+                                 f"of type {get_aval(p).str_short()}")
+            out.append(ct)
+    return out
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):

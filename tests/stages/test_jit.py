@@ -202,6 +202,14 @@ try:
     f.lower(z, z).compile()(x, y)
 except ValueError as e:
     print("ValueError:", e)
+g = minijax.jit(lambda a: a + 1.0, device=d2)   # jit(device=): run there
+assert g(z).device == d2 and g(z).tolist() == [1, 2, 3, 4]   # default-device arrays move
+assert g(w).device == d2 and g(2.0).device == d2
+for bad in (lambda: g(x), lambda: g.lower(z).compile()):
+    try:
+        bad()
+    except (ValueError, NotImplementedError) as e:
+        print("Placed:", type(e).__name__, e)
 """
 
 
@@ -217,3 +225,7 @@ def test_computations_run_on_their_arguments_device():
     assert len(lines) == 2, out.stdout + out.stderr
     assert "different devices (cpu:1 and cpu:2" in lines[0] and "device_put" in lines[0]
     assert "is on device cpu:1" in lines[1] and "compiled for the default device" in lines[1]
+    placed = [ln for ln in out.stdout.splitlines() if ln.startswith("Placed")]
+    assert len(placed) == 2, out.stdout + out.stderr
+    assert placed[0].startswith("Placed: ValueError") and "cpu:1" in placed[0]
+    assert placed[1].startswith("Placed: NotImplementedError") and "device=" in placed[1]
