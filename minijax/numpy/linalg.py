@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -27,21 +28,30 @@ from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.lax import linalg as lax_linalg
 from minijax.lax.linalg._common import H as _H
+from minijax.lax.linalg._common import T as _T
+from minijax.lax.linalg._common import conj as _conj
 from minijax.lax.linalg._common import diagonal as _main_diagonal
 from minijax.lax.linalg._common import eye as _eye
 from minijax.lax.linalg._common import matmul as _matmul
 from minijax.lax.linalg._common import permute_rows as _permute_rows
 from minijax.lax.linalg.lu import lu_solve as _lu_solve
+from minijax.numpy import _linalg_ops
+from minijax.numpy import _reductions as red
+from minijax.numpy import _shape as _np_shape
+from minijax.numpy import _ufuncs as uf
 from minijax.numpy._promote import (broadcast_shapes, broadcast_to_shape, ensure_array,
-                                    promote_dtypes_inexact)
-from minijax.numpy._reductions import _check_arraylike
+                                    promote_dtypes, promote_dtypes_inexact)
+from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
 from minijax.numpy._reductions import sum as _np_sum
 from minijax.stages.jit import jit
 from minijax.transforms.custom_derivatives import custom_jvp
 
 __all__ = [
-    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "EigResult",
-    "cholesky", "det", "diagonal", "inv", "matrix_transpose", "slogdet", "solve", "trace",
+    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult",
+    "cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+    "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+    "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+    "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
 ]
 
 
@@ -600,7 +610,6 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
         idx = lax.broadcasted_iota(np.int32, _shape(s), _ndim(s) - 1)
         s, idx, sign = _sort_desc_with(s, idx, sign)
         # Columns of v in the new order: u = v[..., :, idx].
-        from minijax.lax.linalg._common import T as _T
         u = _T(_permute_rows(_T(v), idx))
         sign_c = lax.convert_element_type(sign, _dtype(u))
         scaled = lax.mul(u, lax.broadcast_in_dim(sign_c, _shape(u),
@@ -633,12 +642,10 @@ def matrix_power(a, n: int):
                         f"two-dimensional")
     if shape[-2] != shape[-1]:
         raise TypeError("Last 2 dimensions of the array must be square")
-    import operator
     try:
         n = operator.index(n)
     except TypeError as err:
         raise TypeError(f"exponent must be an integer, got {n}") from err
-    from minijax.numpy._linalg_ops import matmul as _np_matmul
     if n == 0:
         return _eye(_dtype(a), shape)
     if n < 0:
@@ -646,10 +653,10 @@ def matrix_power(a, n: int):
         n = -n
     result = z = None
     while n > 0:
-        z = a if z is None else _np_matmul(z, z)
+        z = a if z is None else _linalg_ops.matmul(z, z)
         n, bit = divmod(n, 2)
         if bit:
-            result = z if result is None else _np_matmul(result, z)
+            result = z if result is None else _linalg_ops.matmul(result, z)
     return result
 
 
@@ -664,17 +671,14 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):  # noqa: N8
         rtol = tol
     M, = promote_dtypes_inexact(M)
     if _ndim(M) < 2:
-        from minijax.numpy._reductions import any as _np_any
-        return lax.convert_element_type(_np_any(lax.ne(M, np.zeros((), _dtype(M)))), np.int32)
+        return lax.convert_element_type(red.any(lax.ne(M, np.zeros((), _dtype(M)))), np.int32)
     S = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     sdt = _dtype(S)
     if rtol is None:
         top = lax.reduce_max(S, (_ndim(S) - 1,))
         rtol = lax.mul(top, np.asarray(max(_shape(M)[-2:]) * np.finfo(sdt).eps, sdt))
-    from minijax.numpy._shape import expand_dims
-    from minijax.numpy._ufuncs import greater
     rtol = ensure_array(rtol)
-    return _np_sum(greater(S, expand_dims(rtol, _ndim(rtol))), axis=-1)
+    return _np_sum(uf.greater(S, _np_shape.expand_dims(rtol, _ndim(rtol))), axis=-1)
 
 
 def _pinv_values(a, rtol, hermitian):
@@ -682,13 +686,15 @@ def _pinv_values(a, rtol, hermitian):
     dt = _dtype(a)
     if m == 0 or n == 0:
         return _full(_shape(a)[:-2] + (n, m), 0, dt)
-    a = _conj_of(a)
+    a = _conj(a)
     u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     sdt = _dtype(s)
     if rtol is None:
         rtol = np.asarray(10.0 * max(m, n) * np.finfo(sdt).eps, sdt)
+    # rtol [...] applies to the matrices of the trailing batch dims.
     rtol = lax.convert_element_type(rtol, sdt)
-    rtol = lax.broadcast_in_dim(rtol, _shape(s), tuple(range(_ndim(rtol))))
+    nd, nr = _ndim(s), _ndim(rtol)
+    rtol = lax.broadcast_in_dim(rtol, _shape(s), tuple(range(nd - 1 - nr, nd - 1)))
     last = _ndim(s) - 1
     s0 = lax.broadcast_in_dim(lax.slice_in_dim(s, 0, 1, axis=last), _shape(s),
                               tuple(range(_ndim(s))))
@@ -701,15 +707,8 @@ def _pinv_values(a, rtol, hermitian):
     return _matmul(matrix_transpose(vh), ut_scaled)
 
 
-def _conj_of(x):
-    from minijax.lax.linalg._common import conj
-    return conj(x)
-
-
-def _pinv_jvp(primals, tangents):
+def _pinv_jvp(a, a_dot, rtol, hermitian):
     # Golub and Pereyra (1973): dp = -p da p + p p^H da^H (I - a p) + (I - p a) da^H p^H p.
-    a, rtol, hermitian = primals
-    a_dot = tangents[0]
     p = _pinv_values(a, rtol, hermitian)
     if hermitian:
         a = _symmetrize(a)
@@ -729,7 +728,6 @@ def _pinv_jvp(primals, tangents):
     return p, p_dot
 
 
-
 def _symmetrize(x):
     return lax.div(lax.add(x, _H(x)), np.asarray(2, _dtype(x)))
 
@@ -743,22 +741,22 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
             raise ValueError("pinv: only one of rtol and rcond may be specified.")
         rtol = rcond
     a, = _inexact("jnp.linalg.pinv", a)
-    return _pinv_jit(a, rtol, hermitian=bool(hermitian))
+    return _pinv(a, rtol, hermitian=bool(hermitian))
 
 
 @jit(static_argnames=("hermitian",))
-def _pinv_jit(a, rtol, hermitian):
-    if rtol is not None and not hasattr(rtol, "aval"):
-        rtol = np.asarray(rtol)
-    return _pinv_call(a, rtol, hermitian)
+def _pinv(a, rtol, hermitian: bool):
+    # rtol (an array or None) and hermitian are not differentiated: the custom_jvp
+    # function closes over them.
+    @custom_jvp
+    def pinv_of(x):
+        return _pinv_values(x, rtol, hermitian)
 
+    @pinv_of.defjvp
+    def _pinv_of_jvp(primals, tangents):
+        return _pinv_jvp(primals[0], tangents[0], rtol, hermitian)
 
-def _pinv_call(a, rtol, hermitian):
-    # custom_jvp with the non-differentiable rtol and hermitian passed through a closure.
-    f = custom_jvp(lambda x: _pinv_values(x, rtol, hermitian))
-    f.defjvp(lambda primals, tangents: _pinv_jvp((primals[0], rtol, hermitian),
-                                                 (tangents[0],)))
-    return f(a)
+    return pinv_of(a)
 
 
 def _lstsq(a, b, rcond, *, numpy_resid: bool = False):
@@ -803,7 +801,7 @@ def _lstsq(a, b, rcond, *, numpy_resid: bool = False):
         resid = _full((0,), 0, rdt)
     else:
         r = lax.sub(b, _matmul(a, x))
-        resid = lax.reduce_sum(_real(lax.mul(r, _conj_of(r))), (0,))
+        resid = lax.reduce_sum(_real(lax.mul(r, _conj(r))), (0,))
     if b_orig_ndim == 1:
         x = lax.reshape(x, (_shape(x)[0],))
     return x, resid, rank, s
@@ -828,7 +826,6 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
 # ---- norms and condition numbers ----------------------------------------------------------------
 
 def _canon_axes(axis, ndim: int) -> tuple[int, ...]:
-    from minijax.numpy._reductions import canonicalize_axis
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, tuple):
@@ -837,7 +834,7 @@ def _canon_axes(axis, ndim: int) -> tuple[int, ...]:
 
 
 def _abs_sum_sq(x, axis, keepdims):
-    return _np_sum(_real(lax.mul(x, _conj_of(x))), axis=axis, keepdims=keepdims)
+    return _np_sum(_real(lax.mul(x, _conj(x))), axis=axis, keepdims=keepdims)
 
 
 @jit(static_argnames=("ord", "axis", "keepdims"))
@@ -848,13 +845,11 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
     'fro', 'nuc', 1, -1, 2, -2, inf, -inf. With ``axis=None`` and ``ord=None`` the
     2-norm of the flattened array.
     """
-    from minijax.numpy import _reductions as red
-    from minijax.numpy._ufuncs import sqrt
     x, = _inexact("jnp.linalg.norm", x)
     ndim = _ndim(x)
     if axis is None:
         if ord is None:
-            return sqrt(_abs_sum_sq(x, None, keepdims))
+            return uf.sqrt(_abs_sum_sq(x, None, keepdims))
         axis = tuple(range(ndim))
     else:
         axis = _canon_axes(axis, ndim)
@@ -865,7 +860,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
                          f"compute a vector-norm, or two axes to compute a matrix-norm.")
     row_axis, col_axis = axis
     if ord is None or ord in ("f", "fro"):
-        return sqrt(_abs_sum_sq(x, axis, keepdims))
+        return uf.sqrt(_abs_sum_sq(x, axis, keepdims))
     if isinstance(ord, str) and ord != "nuc":
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     if ord in (1, -1):
@@ -881,8 +876,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
         return red.max(sums, axis=row_axis, keepdims=keepdims, initial=0) if ord > 0 else \
             red.min(sums, axis=row_axis, keepdims=keepdims)
     if ord in ("nuc", 2, -2):
-        from minijax.numpy._shape import expand_dims, moveaxis
-        y = moveaxis(x, axis, (-2, -1))
+        y = _np_shape.moveaxis(x, axis, (-2, -1))
         s = svd(y, compute_uv=False)
         if ord == 2:
             out = red.max(s, axis=-1, initial=0)
@@ -890,17 +884,15 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
             out = red.min(s, axis=-1)
         else:
             out = red.sum(s, axis=-1)
-        return expand_dims(out, axis) if keepdims else out
+        return _np_shape.expand_dims(out, axis) if keepdims else out
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A002
     """Vector ``ord``-norm of ``x`` over ``axis`` (all axes by default)."""
-    from minijax.numpy import _reductions as red
-    from minijax.numpy._ufuncs import power, sqrt
     x = _check_arraylike("jnp.linalg.vector_norm", x)
     if ord is None or (not isinstance(ord, str) and ord == 2):
-        return sqrt(_abs_sum_sq(x, axis, keepdims))
+        return uf.sqrt(_abs_sum_sq(x, axis, keepdims))
     if isinstance(ord, str):
         msg = f"Invalid order '{ord}' for vector norm."
         if ord == "inf":
@@ -924,8 +916,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A00
     if not dtypes.is_inexact(dt):
         abs_x, = promote_dtypes_inexact(abs_x)
         dt = _dtype(abs_x)
-    out = red.sum(power(abs_x, np.asarray(ord, dt)), axis=axis, keepdims=keepdims)
-    return power(out, np.asarray(1.0 / ord, dt))
+    out = red.sum(uf.power(abs_x, np.asarray(ord, dt)), axis=axis, keepdims=keepdims)
+    return uf.power(out, np.asarray(1.0 / ord, dt))
 
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):  # noqa: A002
@@ -938,8 +930,6 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):  # noqa: A002
 def cond(x, p=None):
     """Condition number of ``[..., m, n]`` in the ``p`` norm (default 2: the ratio of
     the extreme singular values); ``inf`` for singular matrices."""
-    from minijax.numpy import _reductions as red
-    from minijax.numpy._ufuncs import isnan, logical_and, logical_not, where_
     x = _check_arraylike("cond", x)
     shape = _shape(x)
     if len(shape) < 2:
@@ -964,8 +954,8 @@ def cond(x, p=None):
                              f"arr.shape={shape}")
         r = lax.mul(norm(x, ord=p, axis=(-2, -1)), norm(inv(x), ord=p, axis=(-2, -1)))
     # NaN (a singular matrix) reads as infinity where x itself has no NaN.
-    fix = logical_and(isnan(r), logical_not(red.any(isnan(x), axis=(-2, -1))))
-    return where_(fix, np.inf, r)
+    fix = uf.logical_and(uf.isnan(r), uf.logical_not(red.any(uf.isnan(x), axis=(-2, -1))))
+    return uf.where_(fix, np.inf, r)
 
 
 # ---- products and tensor functions ------------------------------------------------------------
@@ -977,36 +967,30 @@ def outer(x1, x2, /):
     if _ndim(x1) != 1 or _ndim(x2) != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are "
                          f"x1.ndim={_ndim(x1)} x2.ndim={_ndim(x2)}")
-    from minijax.numpy._linalg_ops import outer as _np_outer
-    return _np_outer(x1, x2)
+    return _linalg_ops.outer(x1, x2)
 
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """Matrix product (``jnp.matmul``)."""
-    from minijax.numpy._linalg_ops import matmul as _np_matmul
     x1 = _check_arraylike("jnp.linalg.matmul", x1)
     x2 = _check_arraylike("jnp.linalg.matmul", x2)
-    return _np_matmul(x1, x2, precision=precision,
+    return _linalg_ops.matmul(x1, x2, precision=precision,
                       preferred_element_type=preferred_element_type)
 
 
 def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
               out_sharding=None):
     """``jnp.tensordot`` with the array API's keyword-only ``axes``."""
-    from minijax.numpy._linalg_ops import tensordot as _np_tensordot
     del out_sharding  # one device
     x1 = _check_arraylike("jnp.linalg.tensordot", x1)
     x2 = _check_arraylike("jnp.linalg.tensordot", x2)
-    return _np_tensordot(x1, x2, axes, precision=precision,
+    return _linalg_ops.tensordot(x1, x2, axes, precision=precision,
                          preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Conjugated vector dot product of ``x1`` and ``x2`` along ``axis`` (other axes
     broadcast): ``sum(conj(x1) * x2, axis)``."""
-    from minijax.numpy._linalg_ops import _dot_general, _result_dtype
-    from minijax.numpy._reductions import canonicalize_axis
-    from minijax.numpy._shape import moveaxis
     x1 = _check_arraylike("jnp.linalg.vecdot", x1)
     x2 = _check_arraylike("jnp.linalg.vecdot", x2)
     n1, n2 = _ndim(x1), _ndim(x2)
@@ -1014,22 +998,20 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     if _shape(x1)[ax1] != _shape(x2)[ax2]:
         raise ValueError(f"axes must match; got shapes {_shape(x1)} and {_shape(x2)} with "
                          f"axis={axis}")
-    dtype, weak = _result_dtype(preferred_element_type, x1, x2)
-    x1 = moveaxis(x1, ax1, -1)
-    x2 = moveaxis(x2, ax2, -1)
+    dtype, weak = _linalg_ops._result_dtype(preferred_element_type, x1, x2)
+    x1 = _np_shape.moveaxis(x1, ax1, -1)
+    x2 = _np_shape.moveaxis(x2, ax2, -1)
     batch = broadcast_shapes(_shape(x1)[:-1], _shape(x2)[:-1])
     k = _shape(x1)[-1]
-    x1 = broadcast_to_shape(_conj_of(x1), batch + (k,))
+    x1 = broadcast_to_shape(_conj(x1), batch + (k,))
     x2 = broadcast_to_shape(x2, batch + (k,))
     nb = len(batch)
     dims = (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    return _dot_general(x1, x2, dims, precision, dtype, weak)
+    return _linalg_ops._dot_general(x1, x2, dims, precision, dtype, weak)
 
 
 def cross(x1, x2, /, *, axis: int = -1):
     """Cross product of (stacks of) 3-vectors along ``axis``."""
-    from minijax.numpy._reductions import canonicalize_axis
-    from minijax.numpy._shape import moveaxis
     x1 = _check_arraylike("jnp.linalg.outer", x1)
     x2 = _check_arraylike("jnp.linalg.outer", x2)
     s1, s2 = _shape(x1), _shape(x2)
@@ -1037,9 +1019,9 @@ def cross(x1, x2, /, *, axis: int = -1):
     if s1[a1] != 3 or s2[a2] != 3:
         raise ValueError(f"Both input arrays must be (arrays of) 3-dimensional vectors, but "
                          f"they have x1.shape[axis]={s1[a1]} and x2.shape[axis]={s2[a2]}")
-    x1, x2 = promote_dtypes_numeric_or_bool(x1, x2)
-    a = moveaxis(x1, a1, -1)
-    b = moveaxis(x2, a2, -1)
+    x1, x2 = promote_dtypes(x1, x2)
+    a = _np_shape.moveaxis(x1, a1, -1)
+    b = _np_shape.moveaxis(x2, a2, -1)
     batch = broadcast_shapes(_shape(a)[:-1], _shape(b)[:-1])
     a = broadcast_to_shape(a, batch + (3,))
     b = broadcast_to_shape(b, batch + (3,))
@@ -1054,18 +1036,12 @@ def cross(x1, x2, /, *, axis: int = -1):
            lax.sub(lax.mul(a2_, b0), lax.mul(a0, b2)),
            lax.sub(lax.mul(a0, b1), lax.mul(a1_, b0))]
     out = lax.concatenate([lax.reshape(c, batch + (1,)) for c in out], nb)
-    return moveaxis(out, -1, axis)
-
-
-def promote_dtypes_numeric_or_bool(x1, x2):
-    from minijax.numpy._promote import promote_dtypes
-    return promote_dtypes(x1, x2)
+    return _np_shape.moveaxis(out, -1, axis)
 
 
 def multi_dot(arrays, *, precision=None):
     """Product of a chain of matrices, multiplied in the cheapest order (the first and
     last may be vectors)."""
-    from minijax.numpy._linalg_ops import matmul as _np_matmul
     arrs = [_check_arraylike("jnp.linalg.multi_dot", a) for a in arrays]
     if len(arrs) < 2:
         raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
@@ -1101,7 +1077,7 @@ def multi_dot(arrays, *, precision=None):
         if i == j:
             return arrs[i]
         k = split[i][j]
-        return _np_matmul(product(i, k), product(k + 1, j), precision=precision)
+        return _linalg_ops.matmul(product(i, k), product(k + 1, j), precision=precision)
 
     out = product(0, n - 1)
     if first_vec and last_vec:
@@ -1115,7 +1091,6 @@ def multi_dot(arrays, *, precision=None):
 
 def tensorinv(a, ind: int = 2):
     """Inverse of ``a`` seen as a linear map from its first ``ind`` axes to the rest."""
-    import operator
     a = _check_arraylike("tensorinv", a)
     ind = operator.index(ind)
     if ind <= 0:
@@ -1132,11 +1107,10 @@ def tensorinv(a, ind: int = 2):
 
 def tensorsolve(a, b, axes: tuple[int, ...] | None = None):
     """Solve ``tensordot(a, x, x.ndim) = b`` for ``x``."""
-    from minijax.numpy._shape import moveaxis
     a = _check_arraylike("tensorsolve", a)
     b = _check_arraylike("tensorsolve", b)
     if axes is not None:
-        a = moveaxis(a, axes, len(axes) * (_ndim(a) - 1,))
+        a = _np_shape.moveaxis(a, axes, len(axes) * (_ndim(a) - 1,))
     b_ndim = _ndim(b)
     out_shape = _shape(a)[b_ndim:]
     if _shape(a)[:b_ndim] != _shape(b):
