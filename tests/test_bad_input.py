@@ -107,6 +107,19 @@ SAME_AS_JAX = [
     ("eval_shape float ShapeDtypeStruct",
      lambda m: m.top.eval_shape(lambda x: x, m.top.ShapeDtypeStruct((2.5,), np.float32)), "2.5"),
     ("traced size under jit", lambda m: m.top.jit(lambda n: m.jnp.zeros(n))(3), "static"),
+    ("argmax float axis", lambda m: m.lax.argmax(m.jnp.ones((2, 3)), 0.5, np.int32), "0.5"),
+    ("sort float dimension", lambda m: m.lax.sort(m.jnp.ones((2, 3)), dimension=0.5), "0.5"),
+    ("sort float num_keys",
+     lambda m: m.lax.sort((m.jnp.ones(3), m.jnp.ones(3)), num_keys=1.5), "1.5"),
+    ("dot_general float dimension",
+     lambda m: m.lax.dot_general(m.jnp.ones((2, 3)), m.jnp.ones((2, 3)),
+                                 (((1.0,), (1,)), ((), ()))), "1.0"),
+    ("round float decimals", lambda m: m.jnp.round(m.jnp.ones(3), 0.5), "0.5"),
+    ("round integers to tens", lambda m: m.jnp.round(m.jnp.arange(3), -1), "decimals"),
+    ("vmap float axis_size",
+     lambda m: m.top.vmap(lambda: 1.0, in_axes=(), axis_size=2.5)(), "2.5"),
+    ("vmap negative axis_size",
+     lambda m: m.top.vmap(lambda: 1.0, in_axes=(), axis_size=-1)(), "-1"),
     # negative sizes: TypeError/ValueError naming the shape, never an MLIR error
     ("zeros negative", lambda m: m.jnp.zeros((-1,)), "(-1,)"),
     ("ones negative int", lambda m: m.jnp.ones(-2), "(-2,)"),
@@ -210,6 +223,12 @@ NOT_AS_JAX = [
      "jax: the same RuntimeError, but only when the function is called"),
     ("split float sections", lambda m: m.jnp.split(m.jnp.ones(4), 2.5), TypeError, "2.5",
      "jax truncates 2.5 to 2 sections"),
+    ("cumsum float axis", lambda m: m.lax.cumsum(m.jnp.ones((2, 3)), axis=0.5), TypeError,
+     "0.5", "jax reads axis 0.5 as 0"),
+    ("scan float length", lambda m: m.lax.scan(lambda c, _: (c, c), 0.0, None, length=2.5),
+     TypeError, "2.5", "jax runs 2 steps"),
+    ("scan negative length", lambda m: m.lax.scan(lambda c, _: (c, c), 0.0, None, length=-1),
+     ValueError, "-1", "jax: an MLIRError from an invalid tensor type"),
 ]
 
 
@@ -282,6 +301,16 @@ def test_jit_on_the_default_device_lowers_and_compiles():
     f = minijax.jit(lambda x: x * 2, device=dev)
     assert f(1.0).device == dev
     assert float(f.lower(1.0).compile()(1.0)) == 2.0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "bfloat16"])
+def test_round_to_decimals_matches_jax(dtype):
+    x = np.array([1.2345, -2.5551, 123.456, 0.0049, 6e4], np.float32)
+    for decimals in (0, 1, 2, -1, 9):
+        want = jax.numpy.round(jax.numpy.asarray(x, dtype), decimals)
+        got = mjnp.round(mjnp.asarray(x, dtype), decimals)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=str(decimals))
 
 
 def test_shape_error_names_a_traced_size():

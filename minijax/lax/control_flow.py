@@ -55,7 +55,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.trace import DebugInfo, Primitive, Tracer, current_ctx, get_aval, trace_to_jaxpr
-from minijax.lax._util import type_error
+from minijax.lax._util import static_int, type_error
 from minijax.lax.binary import add, lt, ne
 from minijax.lax.convert import convert_element_type, convert_element_type_p
 from minijax.lax.select import clamp
@@ -632,7 +632,9 @@ def _scan_length(xs, xs_avals: Sequence[ShapedArray], length) -> int:
         return ", ".join(f"xs{keystr(p)}: {n}" for p, n in zip(ps, lengths))
 
     if length is not None:
-        length = int(length)
+        length = static_int(length, "scan length")
+        if length < 0:
+            raise ValueError(f"scan length must be non-negative, got {length}")
         if any(n != length for n in lengths):
             raise ValueError(f"scan got `length` argument of {length} which disagrees with "
                              f"the leading axis sizes of xs ({sizes()})")

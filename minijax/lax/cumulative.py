@@ -8,7 +8,7 @@ high side when ``reverse``), so output ``i`` reduces elements ``0..i``.
 from __future__ import annotations
 
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import check_dtype, type_error
+from minijax.lax._util import check_dtype, static_int, type_error
 from minijax.lax.reduce import identity_value, scalar_region
 from minijax.lowering.types import dense_i64, i64_array
 
@@ -56,7 +56,7 @@ cummin_p = _cumulative_primitive("cummin", "min", "fiu")
 
 def _params(operand, axis: int, reverse: bool) -> dict:
     ndim = get_aval(operand).ndim
-    axis = int(axis)
+    axis = static_int(axis, "axis")
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return {"axis": axis % ndim, "reverse": bool(reverse)}

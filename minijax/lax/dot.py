@@ -20,7 +20,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import type_error
+from minijax.lax._util import static_ints, type_error
 
 dot_general_p = Primitive("dot_general")
 
@@ -29,7 +29,7 @@ def _canonical_dimension_numbers(dimension_numbers) -> tuple:
     """``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` as int tuples."""
     try:
         (lc, rc), (lb, rb) = dimension_numbers
-        return tuple(tuple(tuple(int(d) for d in dims) for dims in pair)
+        return tuple(tuple(static_ints(dims, "dimension_numbers") for dims in pair)
                      for pair in ((lc, rc), (lb, rb)))
     except (TypeError, ValueError):
         raise TypeError(f"dot_general: dimension_numbers must be ((lhs_contracting, "

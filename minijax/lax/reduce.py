@@ -16,7 +16,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import check_dtype, type_error
+from minijax.lax._util import check_dtype, static_int, static_ints, type_error
 from minijax.lowering.types import i64_array
 
 # ---- helpers shared with cumulative.py ------------------------------------------------
@@ -100,7 +100,7 @@ reduce_or_p = _reduction_primitive("reduce_or", "or", "iub")
 
 
 def _axes_tuple(axes) -> tuple[int, ...]:
-    return tuple(int(a) for a in axes)
+    return static_ints(axes, "reduction axes")
 
 
 def reduce_sum(operand, axes: Sequence[int], *, out_sharding=None):
@@ -203,7 +203,7 @@ argmin_p = _arg_primitive("argmin", "LT")
 
 def _arg_params(operand, axis: int, index_dtype) -> dict:
     ndim = get_aval(operand).ndim
-    axis = int(axis)
+    axis = static_int(axis, "axis")
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return {"axes": (axis % ndim,), "index_dtype": dtypes.canonicalize(index_dtype)}

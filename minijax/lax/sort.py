@@ -16,7 +16,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import type_error
+from minijax.lax._util import static_int, type_error
 
 sort_p = Primitive("sort", multiple_results=True)
 
@@ -97,6 +97,8 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     """
     single = not isinstance(operand, (tuple, list))
     ops: Sequence = (operand,) if single else tuple(operand)
+    dimension = static_int(dimension, "sort dimension")
+    num_keys = static_int(num_keys, "sort num_keys")
     if not ops:
         raise TypeError("sort requires at least one operand")
     ndim = get_aval(ops[0]).ndim
@@ -104,8 +106,8 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
         raise ValueError(f"dimension {dimension} is out of bounds for arrays of rank {ndim}")
     if not 1 <= num_keys <= len(ops):
         raise ValueError(f"num_keys={num_keys} must be between 1 and {len(ops)}")
-    out = sort_p.bind(*ops, dimension=int(dimension) % ndim, is_stable=bool(is_stable),
-                      num_keys=int(num_keys))
+    out = sort_p.bind(*ops, dimension=dimension % ndim, is_stable=bool(is_stable),
+                      num_keys=num_keys)
     return out[0] if single else tuple(out)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from minijax import lax
@@ -97,14 +99,26 @@ def ceil(x, /):
 
 def round(x, decimals: int = 0, out=None):  # noqa: A001
     """Round half to even (numpy's rule), to ``decimals`` places."""
+    try:
+        decimals = operator.index(decimals)
+    except TypeError:
+        raise TypeError(f"round: decimals must be an integer, got {decimals!r}") from None
     (x,) = promote_args("round", x)
     dt = _dtype(x)
+    if dtypes.is_int(dt) and decimals < 0:
+        raise NotImplementedError("integer round is not implemented for decimals < 0")
     if not dtypes.is_float(dt):
         return x
     if decimals == 0:
         return lax.round(x, 1)
-    factor = convert(10.0 ** decimals, dt)
-    return lax.div(lax.round(lax.mul(x, factor), 1), factor)
+    if decimals > np.log10(float(dtypes.finfo(dt).max)):
+        return x  # rounding beyond the type's precision changes nothing (as jax)
+    # float16 is scaled in float32, as jax does (10**decimals * x overflows float16 early).
+    work = dtypes.float32 if dt == dtypes.float16 else dt
+    y = lax.convert_element_type(x, work) if work != dt else x
+    factor = convert(10.0 ** decimals, work)
+    out = lax.div(lax.round(lax.mul(y, factor), 1), factor)
+    return lax.convert_element_type(out, dt) if work != dt else out
 
 
 around = round

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, canonicalize_dim
 from minijax.core.trace import Primitive, Trace, Tracer, _leaked, _state, get_aval, use_trace
 from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -300,6 +300,10 @@ def _arg_path(fun, path) -> str:
 
 
 def _mapped_size(leaves, axes, names, axis_size) -> int:
+    if axis_size is not None:
+        axis_size = canonicalize_dim(axis_size, "axis_size of vmap")
+        if axis_size < 0:  # a TypeError, as jax's
+            raise TypeError(f"vmap axis_size must be nonnegative, got {axis_size}")
     sizes = []
     for x, ax, nm in zip(leaves, axes, names):
         if ax is None:
