@@ -14,7 +14,8 @@ from minijax.lax.convolution import (ConvDimensionNumbers,
                                      conv_general_shape_tuple, conv_shape_tuple,
                                      conv_transpose, conv_transpose_shape_tuple,
                                      conv_with_general_padding, padtype_to_pads)
-from minijax.lax.cumulative import cummax, cummin, cumprod, cumsum
+from minijax.lax.cumulative import (associative_scan, cumlogsumexp, cummax, cummin, cumprod,
+                                    cumsum)
 from minijax.lax.dot import Precision, dot, dot_general
 from minijax.lax.fft import FftType, fft
 from minijax.lax.misc import stop_gradient

@@ -299,6 +299,7 @@ for _prim in ("cumsum", "cumprod", "cummax", "cummin"):
     case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, 0, reverse=True),
          Arg((3, 2), F32, "distinct"), label="reverse")
 case("cumsum", lambda L, x: L.cumsum(x, 1), Arg(SHAPE, C64), label="complex64")
+case("cumlogsumexp", lambda L, x: L.cumlogsumexp(x, 1, reverse=True), Arg((2, 5)))
 
 # dot_general
 _MATMUL = (((1,), (0,)), ((), ()))
