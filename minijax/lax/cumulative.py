@@ -1,4 +1,5 @@
-"""Cumulative reductions along one axis: cumsum, cumprod, cummax, cummin.
+"""Cumulative reductions along one axis: cumsum, cumprod, cummax, cummin, cumlogsumexp;
+and ``associative_scan``, the same for any associative function (built from slices).
 
 Lowered as jax does on CPU: a ``stablehlo.reduce_window`` whose window spans
 the whole axis, padded by ``n - 1`` identity elements on the low side (on the
@@ -7,14 +8,47 @@ high side when ``reverse``), so output ``i`` reduces elements ``0..i``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
+from minijax.lax import unary as _u
 from minijax.lax._util import check_dtype, static_int, type_error
 from minijax.lax.reduce import identity_value, scalar_region
+from minijax.lax.shape import (broadcast_in_dim, canonicalize_axis, concatenate, expand_dims,
+                               reshape, rev)
+from minijax.lax.slicing import slice_in_dim
 from minijax.lowering.types import dense_i64, i64_array
+from minijax.tree_util import tree_flatten, tree_unflatten
+
+
+def _logaddexp_region(ctx, kind: str, dtype):
+    """The region ``(a, b) -> log(exp(a) + exp(b))``, without overflow: ``max(a, b) +
+    log1p(exp(-|a - b|))``, or ``a + b`` where ``a - b`` is NaN (NaNs, infinities of one
+    sign)."""
+    s = ShapedArray((), dtype)
+    region = ctx.new_region([s, s])
+    with ctx.in_region(region):
+        a, b = region.args
+        delta = ctx.op("stablehlo.subtract", [a, b], s)
+        is_nan = ctx.op("stablehlo.compare", [delta, delta], ShapedArray((), dtypes.bool_), {
+            "comparison_direction": "#stablehlo<comparison_direction NE>",
+            "compare_type": "#stablehlo<comparison_type FLOAT>"})
+        tail = ctx.op("stablehlo.negate", [ctx.op("stablehlo.abs", [delta], s)], s)
+        tail = ctx.op("stablehlo.log_plus_one", [ctx.op("stablehlo.exponential", [tail], s)], s)
+        big = ctx.op("stablehlo.add", [ctx.op("stablehlo.maximum", [a, b], s), tail], s)
+        ctx.ret([ctx.op("stablehlo.select", [is_nan, ctx.op("stablehlo.add", [a, b], s), big],
+                        s)])
+    return region
+
+
+def _identity(kind: str, dtype):
+    return np.array(-np.inf, dtype) if kind == "logaddexp" else identity_value(kind, dtype)
 
 
 def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
     p = Primitive(name)
+    region = _logaddexp_region if kind == "logaddexp" else scalar_region
 
     def abstract_eval(x, *, axis, reverse):
         check_dtype(name, x, kinds)
@@ -33,7 +67,7 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
         window[axis] = n
         pads = [[0, 0] for _ in range(rank)]
         pads[axis] = [0, n - 1] if reverse else [n - 1, 0]
-        init = ctx.constant(identity_value(kind, out.dtype), out.dtype)
+        init = ctx.constant(_identity(kind, out.dtype), out.dtype)
         ones = i64_array([1] * rank)
         return ctx.op("stablehlo.reduce_window", [x, init], out, {
             "base_dilations": ones,
@@ -41,7 +75,7 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
             "window_dilations": ones,
             "window_dimensions": i64_array(window),
             "window_strides": ones,
-        }, regions=[scalar_region(ctx, kind, out.dtype)])
+        }, regions=[region(ctx, kind, out.dtype)])
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
@@ -52,6 +86,7 @@ cumsum_p = _cumulative_primitive("cumsum", "add", "fciu")
 cumprod_p = _cumulative_primitive("cumprod", "mul", "fciu")
 cummax_p = _cumulative_primitive("cummax", "max", "fiu")
 cummin_p = _cumulative_primitive("cummin", "min", "fiu")
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", "logaddexp", "f")
 
 
 def _params(operand, axis: int, reverse: bool) -> dict:
@@ -80,6 +115,85 @@ def cummax(operand, axis: int = 0, reverse: bool = False):
 def cummin(operand, axis: int = 0, reverse: bool = False):
     """Cumulative minimum along ``axis`` (from the end when ``reverse``)."""
     return cummin_p.bind(operand, **_params(operand, axis, reverse))
+
+
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative ``log(sum(exp(x)))`` along ``axis`` (from the end when ``reverse``),
+    without overflow; floating-point operands."""
+    return cumlogsumexp_p.bind(operand, **_params(operand, axis, reverse))
+
+
+# ---- associative_scan ---------------------------------------------------------------------
+
+def _interleave(evens, odds, axis: int):
+    """``evens[0], odds[0], evens[1], odds[1], ...`` along ``axis`` (``evens`` may have one
+    element more than ``odds``)."""
+    m = get_aval(odds).shape[axis]
+    shape = list(get_aval(odds).shape)
+    shape[axis] = 2 * m
+    pairs = concatenate([expand_dims(slice_in_dim(evens, 0, m, axis=axis), (axis + 1,)),
+                         expand_dims(odds, (axis + 1,))], axis + 1)
+    out = reshape(pairs, shape)
+    if get_aval(evens).shape[axis] > m:
+        out = concatenate([out, slice_in_dim(evens, m, m + 1, axis=axis)], axis)
+    return out
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+    """All prefix combinations of ``elems`` along ``axis`` with the associative ``fn``.
+
+    Output ``i`` is ``fn(...fn(fn(x[0], x[1]), x[2])..., x[i])`` (from the end when
+    ``reverse``), computed in about ``2 log2(n)`` rounds of elementwise ``fn`` calls on
+    slices, so ``fn`` must work on whole slices (it is called on arrays, not scalars).
+
+    Parameters
+    ----------
+    fn : ``(a, b) -> c`` on pytrees like ``elems``; associative
+    elems : an array or a pytree of arrays, all of one length along ``axis``
+    reverse : scan from the end
+    axis : the scanned axis
+
+    Examples
+    --------
+    >>> associative_scan(lax.add, jnp.arange(5))
+    Array([ 0,  1,  3,  6, 10], dtype=int32)
+    """
+    leaves, tree = tree_flatten(elems)
+    if not leaves:
+        raise ValueError("associative_scan needs at least one array in elems")
+    axis = canonicalize_axis(axis, get_aval(leaves[0]).ndim)
+    lengths = {get_aval(x).shape[axis] for x in leaves}
+    if len(lengths) != 1:
+        raise ValueError(f"associative_scan: every array of elems must have the same length "
+                         f"along axis {axis}, got {sorted(lengths)}")
+
+    def combine(a: list, b: list) -> list:
+        out, out_tree = tree_flatten(fn(tree_unflatten(tree, a), tree_unflatten(tree, b)))
+        if out_tree != tree:
+            raise ValueError(f"associative_scan: fn must return a pytree like elems ({tree}), "
+                             f"got {out_tree}")
+        return out
+
+    def take(xs: list, start: int, stop: int, stride: int = 1) -> list:
+        return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+    def scan(xs: list) -> list:
+        n = get_aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        # scanning the combined neighbour pairs gives the prefixes at odd positions; each
+        # even position after the first adds its own element to the prefix before it
+        odds = scan(combine(take(xs, 0, n - 1, 2), take(xs, 1, n, 2)))
+        evens = combine(take(odds, 0, (n - 1) // 2), take(xs, 2, n, 2))
+        evens = [concatenate([first, e], axis) for first, e in zip(take(xs, 0, 1), evens)]
+        return [_interleave(e, o, axis) for e, o in zip(evens, odds)]
+
+    if reverse:
+        leaves = [rev(x, (axis,)) for x in leaves]
+    out = scan(leaves)
+    if reverse:
+        out = [rev(x, (axis,)) for x in out]
+    return tree_unflatten(tree, out)
 
 
 # ---- transformation rules ---------------------------------------------------------------
@@ -155,8 +269,44 @@ def _chooser_jvp(prim: Primitive, kind: str):
     return rule
 
 
+def _logaddexp(a, b, zeros):
+    """``log(exp(a) + exp(b))`` elementwise, as ``_logaddexp_region`` computes it; the
+    branch not taken is kept finite, so that derivatives through it are 0, not NaN."""
+    delta = _b.sub(a, b)
+    nan = _b.ne(delta, delta)
+    delta = select(nan, zeros, delta)
+    big = _b.add(_b.max(a, b), _u.log1p(_u.exp(_u.neg(_u.abs(delta)))))
+    return select(nan, _b.add(a, b), big)
+
+
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+    # d out_i = sum_{j <= i} exp(x_j - out_i) t_j, as a prefix scan over (running
+    # logsumexp, tangent) pairs: combining two pairs weights each tangent by
+    # exp(its logsumexp - the combined one), 0 for an empty (-inf) side.
+    (x,), (t,) = primals, tangents
+    out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    if type(t) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    aval = get_aval(x)
+    zeros = broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+
+    def weight(part, whole):
+        empty = _b.eq(part, -np.inf)
+        return select(empty, zeros, _u.exp(select(empty, zeros, _b.sub(part, whole))))
+
+    m, d = x, t
+    for s in _scan_steps(get_aval(x).shape[axis]):
+        m_prev = _shift(m, s, axis, reverse, -np.inf)
+        combined = _logaddexp(m_prev, m, zeros)
+        d = _b.add(_b.mul(_shift(d, s, axis, reverse, 0), weight(m_prev, combined)),
+                   _b.mul(d, weight(m, combined)))
+        m = combined
+    return out, d
+
+
 defjvp_linear(cumsum_p)
 cumsum_p.def_transpose(_cumsum_transpose)
+cumlogsumexp_p.def_jvp(_cumlogsumexp_jvp)
 cumprod_p.def_jvp(_cumprod_jvp)
 cummax_p.def_jvp(_chooser_jvp(cummax_p, "max"))
 cummin_p.def_jvp(_chooser_jvp(cummin_p, "min"))
@@ -169,5 +319,5 @@ def _cumulative_batch(prim: Primitive):
     return rule
 
 
-for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p):
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
     _p.def_batch(_cumulative_batch(_p))
