@@ -52,15 +52,23 @@ def _tree_close(got, want, dtype=np.float32, scale=1.0):
 # ---- registration and lowering ------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_lapack_targets_registered_lazily_without_jax():
+def test_lapack_targets_registered_lazily_without_jax(tmp_path):
+    # A serialized executable that calls LAPACK, loaded by a fresh process before it
+    # compiles anything: deserialization registers the targets too.
+    from minijax.stages import serialization
+    compiled = minijax.jit(jnp.linalg.cholesky).lower(np.eye(3, dtype=np.float32)).compile()
+    (tmp_path / "chol.bin").write_bytes(serialization.serialize(compiled))
     code = (
         "import sys, numpy as np, minijax, minijax.numpy as jnp\n"
         "from minijax.runtime import lapack\n"
+        "from minijax.stages import serialization\n"
         "minijax.jit(lambda x: x * 2)(np.ones(3, np.float32))\n"
         "assert not lapack.is_registered() and 'scipy' not in sys.modules\n"
-        "L = jnp.linalg.cholesky(np.eye(3, dtype=np.float32) * 4)\n"
+        f"data = open({str(tmp_path / 'chol.bin')!r}, 'rb').read()\n"
+        "L = serialization.deserialize(data)(np.eye(3, dtype=np.float32) * 4)\n"
         "assert lapack.is_registered() and 'lapack_spotrf_ffi' in lapack.target_names()\n"
         "np.testing.assert_allclose(np.asarray(L), 2 * np.eye(3))\n"
+        "np.testing.assert_allclose(np.asarray(jnp.linalg.det(np.eye(4) * 2)), 16)\n"
         "assert 'jax' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
@@ -296,6 +304,19 @@ def test_check_grads_x64(x64):
     check_grads(_J(lambda x, y: mlinalg.triangular_solve(x, y, left_side=True, lower=True)),
                 (a, b), 1)
     check_grads(_J(lambda x: mlinalg.lu(x)[0]), (a,), 1)
+
+
+def test_hessians_match_jax():
+    a = _rand((3, 3)) + 3 * np.eye(3, dtype=np.float32)
+    b = _rand((3,))
+    spd = _spd((3, 3))
+    cases = [(lambda m, x: m.linalg.det(x), _rand((4, 4))),
+             (lambda m, x: (m.linalg.solve(x, b) ** 2).sum(), a),
+             (lambda m, x: (m.linalg.cholesky(x) ** 2).sum(), spd),
+             (lambda m, x: (m.linalg.eigh(x)[0] ** 3).sum(), spd)]
+    for fn, x in cases:
+        _close(minijax.jit(minijax.hessian(lambda y, fn=fn: fn(jnp, y)))(x),
+               jax.jit(jax.hessian(lambda y, fn=fn: fn(jjnp, y)))(x), scale=50)
 
 
 def test_jvp_of_solve_reuses_one_factorization():
