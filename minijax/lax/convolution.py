@@ -245,7 +245,7 @@ conv_general_dilated_p = Primitive(_NAME)
 conv_general_dilated_p.pp_params = lambda params: dict(sorted(params.items()))  # as jax
 
 
-def _check_window_params(lhs, rhs, nspatial, window_strides, padding, lhs_dilation,
+def _check_window_params(nspatial: int, window_strides, padding, lhs_dilation,
                          rhs_dilation) -> None:
     if len(window_strides) != nspatial:
         raise ValueError(f"{_NAME} window and window_strides must have the same number of "
@@ -331,8 +331,7 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
         if sorted(spec) != list(range(lhs.ndim)):
             raise type_error(_NAME, f"dimension_numbers.{what} {tuple(spec)} must be a "
                              f"permutation of range({lhs.ndim})", lhs, rhs)
-    _check_window_params(lhs, rhs, lhs.ndim - 2, window_strides, padding, lhs_dilation,
-                         rhs_dilation)
+    _check_window_params(lhs.ndim - 2, window_strides, padding, lhs_dilation, rhs_dilation)
     _check_groups(lhs, rhs, dn, feature_group_count, batch_group_count)
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"lax.{_NAME} requires arguments to have the same dtypes, got "

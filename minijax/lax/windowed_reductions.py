@@ -72,9 +72,9 @@ def _check_window(prim: str, aval: ShapedArray, window_dimensions, window_stride
         if any(v < low for v in values):
             raise TypeError(f"{prim} {what} must have every element be strictly positive, "
                             f"got {values}.")
-    if len(padding) != n:
-        raise TypeError(f"{prim} got the wrong number of padding pairs for an operand of rank "
-                        f"{n}: got operand shape {aval.shape} with padding {padding}.")
+    if len(padding) != n or any(len(p) != 2 for p in padding):
+        raise TypeError(f"{prim} padding must be one (low, high) pair per dimension of the "
+                        f"operand: got operand shape {aval.shape} with padding {padding}.")
     dilated = _dilate_shape(aval.shape, base_dilation)
     if any(d + lo + hi < 0 for d, (lo, hi) in zip(dilated, padding)):
         raise ValueError(f"{prim}: negative padding {padding} removes more than the "
@@ -163,12 +163,6 @@ def _ints(values, what: str) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"reduce_window {what} must be a sequence of integers, got "
                         f"{values!r}") from None
-
-
-def _reduce_window_sum(operand, window_dimensions, window_strides, padding,
-                       base_dilation=None, window_dilation=None):
-    return reduce_window_sum_p.bind(operand, **_window_params(
-        window_dimensions, window_strides, padding, base_dilation, window_dilation))
 
 
 # ---- the generic reduce_window ----------------------------------------------------------------

@@ -182,6 +182,8 @@ def test_helpers_and_jaxpr():
     (lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "FOO"), RuntimeError,
      "Unrecognized padding"),
     (lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2.5)), TypeError, "integers"),
+    (lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), [(0, 0, 0), (0, 0, 0)]),
+     TypeError, "pair"),
     (lambda x: lax.reduce_window(x, 0.0, lambda a, b: (a, b), (2, 2)), ValueError,
      "tree structure"),
 ])
