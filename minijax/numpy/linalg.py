@@ -103,16 +103,8 @@ def _dtype(x) -> np.dtype:
     return get_aval(x).dtype
 
 
-def _check_square(name: str, x, what: str = "Argument to") -> None:
-    shape = _shape(x)
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"{what} {name} must have shape [..., n, n], got {shape}")
-
-
-def _sum_last(x, keep: bool = False):
-    nd = _ndim(x)
-    out = lax.reduce_sum(x, (nd - 1,))
-    return lax.expand_dims(out, (nd - 1,)) if keep else out
+def _sum_last(x):
+    return lax.reduce_sum(x, (_ndim(x) - 1,))
 
 
 def _count_last(pred):
@@ -137,10 +129,6 @@ def _select(pred, x, y):
 
 def _real(x):
     return lax.real(x) if dtypes.is_complex(_dtype(x)) else x
-
-
-def _abs(x):
-    return lax.abs(x)
 
 
 # ---- simple functions --------------------------------------------------------------------------
@@ -275,14 +263,15 @@ def _entry(a, i: int, j: int):
 
 
 def _log_abs(x):
-    return _real(lax.log(lax.convert_element_type(_abs(x), _dtype(x))))
+    """log |x| (real for complex x)."""
+    return lax.log(lax.abs(x))
 
 
 def _sign_of(x):
     """x / |x| (0 at 0), the sign of a real or complex number."""
     if not dtypes.is_complex(_dtype(x)):
         return lax.sign(x)
-    mag = lax.convert_element_type(_abs(x), _dtype(x))
+    mag = lax.convert_element_type(lax.abs(x), _dtype(x))
     zero = _full(_shape(x), 0, _dtype(x))
     safe = _select(lax.eq(mag, zero), _full(_shape(x), 1, _dtype(x)), mag)
     return _select(lax.eq(mag, zero), zero, lax.div(x, safe))
@@ -329,9 +318,14 @@ def _slogdet_tangents(sign, ans_dot):
     return lax.mul(sign, np.asarray(0, _dtype(sign))), ans_dot
 
 
+def _parity_sign(parity, dtype):
+    """(-1) ** parity, as ``dtype``."""
+    odd = lax.rem(parity, np.int32(2))
+    return lax.convert_element_type(lax.sub(np.int32(1), lax.mul(np.int32(2), odd)), dtype)
+
+
 def _slogdet_lu_values(a):
     dt = _dtype(a)
-    n = _shape(a)[-1]
     lu_, pivots, _ = lax_linalg.lu(a)
     diag = _main_diagonal(lu_)
     zero = _full(_shape(diag), 0, dt)
@@ -343,14 +337,10 @@ def _slogdet_lu_values(a):
     else:
         sign = _full(_shape(parity), 1, dt)
         parity = lax.add(parity, _count_last(lax.lt(diag, zero)))
-    flip = lax.convert_element_type(lax.sub(np.int32(1), lax.mul(np.int32(2),
-                                                                 lax.rem(parity, np.int32(2)))),
-                                    dt)
     batch = _shape(parity)
-    sign = _select(is_zero, _full(batch, 0, dt), lax.mul(sign, flip))
-    rdt = _dtype(_log_abs(diag))
-    logdet = _select(is_zero, _full(batch, -np.inf, rdt), _sum_last(_log_abs(diag)))
-    del n
+    sign = _select(is_zero, _full(batch, 0, dt), lax.mul(sign, _parity_sign(parity, dt)))
+    logdet = _sum_last(_log_abs(diag))
+    logdet = _select(is_zero, _full(batch, -np.inf, _dtype(logdet)), logdet)
     return sign, logdet
 
 
@@ -440,8 +430,7 @@ def _cofactor_solve(a, b):
     diag = _main_diagonal(lu_)
     iota = lax.broadcasted_iota(np.int32, _shape(pivots), nb)
     parity = _count_last(lax.ne(pivots, iota))
-    sign = lax.convert_element_type(
-        lax.sub(np.int32(1), lax.mul(np.int32(2), lax.rem(parity, np.int32(2)))), dt)
+    sign = _parity_sign(parity, dt)
     partial = lax.mul(lax.cumprod(diag, axis=nb),
                       lax.broadcast_in_dim(sign, _shape(diag), tuple(range(nb))))
     det = lax.reshape(lax.slice_in_dim(partial, n - 1, n, axis=nb), batch)
@@ -603,7 +592,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     a, = _inexact("jnp.linalg.svd", a)
     if hermitian:
         v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
-        s = _abs(w)
+        s = lax.abs(w)
         if not compute_uv:
             return _sort_desc_with(s)[0]
         sign = lax.sign(w)
@@ -866,13 +855,13 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
     if ord in (1, -1):
         if not keepdims and col_axis > row_axis:
             col_axis -= 1
-        sums = red.sum(_abs(x), axis=row_axis, keepdims=keepdims)
+        sums = red.sum(lax.abs(x), axis=row_axis, keepdims=keepdims)
         return red.max(sums, axis=col_axis, keepdims=keepdims, initial=0) if ord == 1 else \
             red.min(sums, axis=col_axis, keepdims=keepdims)
     if ord in (np.inf, -np.inf):
         if not keepdims and row_axis > col_axis:
             row_axis -= 1
-        sums = red.sum(_abs(x), axis=col_axis, keepdims=keepdims)
+        sums = red.sum(lax.abs(x), axis=col_axis, keepdims=keepdims)
         return red.max(sums, axis=row_axis, keepdims=keepdims, initial=0) if ord > 0 else \
             red.min(sums, axis=row_axis, keepdims=keepdims)
     if ord in ("nuc", 2, -2):
@@ -901,17 +890,17 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A00
             msg += "Use '-jax.numpy.inf' instead."
         raise ValueError(msg)
     if ord == np.inf:
-        return red.max(_abs(x), axis=axis, keepdims=keepdims, initial=0)
+        return red.max(lax.abs(x), axis=axis, keepdims=keepdims, initial=0)
     if ord == -np.inf:
-        return red.min(_abs(x), axis=axis, keepdims=keepdims)
+        return red.min(lax.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         x, = promote_dtypes_inexact(x)
         rdt = np.finfo(_dtype(x)).dtype
         return red.sum(lax.ne(x, np.zeros((), _dtype(x))), dtype=rdt, axis=axis,
                        keepdims=keepdims)
     if ord == 1:
-        return red.sum(_abs(x), axis=axis, keepdims=keepdims)
-    abs_x = _abs(x)
+        return red.sum(lax.abs(x), axis=axis, keepdims=keepdims)
+    abs_x = lax.abs(x)
     dt = _dtype(abs_x)
     if not dtypes.is_inexact(dt):
         abs_x, = promote_dtypes_inexact(abs_x)
