@@ -27,12 +27,12 @@ from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import Primitive, get_aval, trace_to_jaxpr
 from minijax.lax import binary as _b
 from minijax.lax import shape as _shape
+from minijax.lax.complex import conj as lax_conj
 from minijax.lax.convert import convert_element_type
 from minijax.lax.dot import dot_general
 from minijax.lax.select import select
 from minijax.lax.slicing import GatherDimensionNumbers, gather
 from minijax.lax.slicing import slice as lax_slice
-from minijax.lax.complex import conj as lax_conj
 from minijax.transforms.batching import bdim_at
 
 # ---- types ----------------------------------------------------------------------------------

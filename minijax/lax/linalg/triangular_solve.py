@@ -12,15 +12,13 @@ Params: ``left_side`` (solve ``op(a) x = b`` rather than ``x op(a) = b``),
 
 from __future__ import annotations
 
-import numpy as np
-
+from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax import shape as _shape
 from minijax.lax.linalg._common import (T, batch_dims, char, check_dtype, conj, lapack_call,
-                                        lapack_target, matmul, tril, triu)
+                                        lapack_target, lower_fun, matmul, tril, triu)
 from minijax.lax.unary import neg
-from minijax.core import dtypes
 from minijax.transforms.ad import Zero, defjvp2, is_undefined
 from minijax.transforms.batching import bdim_at, moveaxis
 
@@ -51,7 +49,7 @@ def _triangular_solve_lower(ctx, a, b, *, left_side, lower, transpose_a, conjuga
                             unit_diagonal):
     if conjugate_a and not transpose_a:
         # trsm conjugates only together with a transpose ('C'): conjugate a itself.
-        a = _conj_op(ctx, a)
+        a, = lower_fun(ctx, lambda v: [conj(v)], a)
         conjugate_a = False
     trans = ("C" if conjugate_a else "T") if transpose_a else "N"
     out, = lapack_call(ctx, lapack_target("trsm_ffi", a.aval.dtype), [a, b], [b.aval],
@@ -61,15 +59,6 @@ def _triangular_solve_lower(ctx, a, b, *, left_side, lower, transpose_a, conjuga
                                "diag": char("U" if unit_diagonal else "N")},
                        aliases={0: 1})
     return out
-
-
-def _conj_op(ctx, x):
-    """Complex conjugate as StableHLO: complex(real(x), -imag(x))."""
-    aval = x.aval
-    part = ShapedArray(aval.shape, np.finfo(aval.dtype).dtype)
-    re = ctx.op("stablehlo.real", [x], part)
-    im = ctx.op("stablehlo.negate", [ctx.op("stablehlo.imag", [x], part)], part)
-    return ctx.op("stablehlo.complex", [re, im], aval)
 
 
 # ---- the lax-level function -----------------------------------------------------------------
