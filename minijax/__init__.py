@@ -25,6 +25,7 @@ from minijax.transforms.custom_derivatives import checkpoint, custom_jvp, custom
 from minijax import stages  # noqa: F401
 from minijax.stages import eager as _eager  # noqa: F401  (registers eager execution)
 from minijax import lax, numpy, tree_util  # noqa: F401
+from minijax import errors  # noqa: F401  (after numpy: it names jnp's NonConcreteBooleanIndexError)
 from minijax.numpy import array_methods as _array_methods
 
 _array_methods.install(Array)
@@ -36,7 +37,7 @@ __all__ = [
     "Array", "ConcretizationTypeError", "ShapeDtypeStruct", "ShapedArray",
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
-    "device_put", "devices", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
+    "device_put", "devices", "errors", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
     "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
     "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",

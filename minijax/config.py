@@ -33,6 +33,19 @@ def _env_str(name: str, default: str | None) -> str | None:
     return os.environ.get(name.upper(), default)
 
 
+def _env_choice(name: str, default: str, *also: str) -> str:
+    """A flag with fixed choices (``_CHOICES``) from ``NAME`` or, failing that, the
+    other variables ``also`` (jax's spelling); ValueError for a value not among them."""
+    for var in (name.upper(), *also):
+        val = os.environ.get(var)
+        if val is not None:
+            val = val.strip().lower()
+            if val not in _CHOICES[name]:
+                raise ValueError(f"{var}={val!r} is not one of {', '.join(_CHOICES[name])}")
+            return val
+    return default
+
+
 # name -> (type, reader of the default, whether the flag changes traced programs)
 _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_enable_x64": (bool, lambda n: _env_bool(n, False), True),
@@ -47,7 +60,19 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_jit_cache_size": (int, lambda n: _env_int(n, 4096), False),
     "minijax_eager_cache_size": (int, lambda n: _env_int(n, 4096), False),
     "minijax_memo_cache_size": (int, lambda n: _env_int(n, 8192), False),
+    # Remove minijax's frames from tracebacks of user errors (core/traceback_util.py).
+    "minijax_traceback_filtering": (
+        str, lambda n: _env_choice(n, "auto", "JAX_TRACEBACK_FILTERING"), False),
 }
+
+# Flags that take one of a fixed set of strings.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "minijax_traceback_filtering": ("auto", "off", "tracebackhide", "remove_frames",
+                                    "quiet_remove_frames"),
+}
+
+# jax's names for minijax flags, accepted by update and attribute reads.
+_ALIASES: dict[str, str] = {"jax_traceback_filtering": "minijax_traceback_filtering"}
 
 
 class Config:
@@ -59,6 +84,7 @@ class Config:
         self._trace_key = self._compute_trace_key()
 
     def update(self, name: str, value: Any) -> None:
+        name = _ALIASES.get(name, name)
         if name not in _FLAGS:
             known = ", ".join(sorted(_FLAGS))
             raise AttributeError(f"Unknown minijax config flag {name!r}; known flags: {known}")
@@ -70,6 +96,9 @@ class Config:
                 value = os.fspath(value)
             else:
                 raise TypeError(f"config flag {name!r} takes a {typ.__name__}, got {value!r}")
+        if name in _CHOICES and value not in _CHOICES[name]:
+            raise ValueError(f"config flag {name!r} takes one of "
+                             f"{', '.join(_CHOICES[name])}, got {value!r}")
         if name.endswith("_cache_size") and (value is None or value < 1):
             raise ValueError(f"config flag {name!r} must be an int >= 1, got {value!r}")
         self._values[name] = value
@@ -96,7 +125,7 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return self.__dict__["_values"][name]
+            return self.__dict__["_values"][_ALIASES.get(name, name)]
         except KeyError:
             raise AttributeError(f"Unknown minijax config flag {name!r}") from None
 

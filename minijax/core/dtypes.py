@@ -16,11 +16,13 @@ With 64-bit mode off (the default) every 64-bit result is narrowed to 32 bits.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import ml_dtypes
 import numpy as np
 
 from minijax.config import config
+from minijax.core.traceback_util import user_stacklevel
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -66,6 +68,33 @@ def _canonicalize(dtype) -> np.dtype:
     if not config.enable_x64:
         return _NARROW.get(dt, dt)
     return dt
+
+
+def check_user_dtype(dtype, fun_name: str) -> np.dtype:
+    """``canonicalize(dtype)`` for a dtype the user asked ``fun_name`` for, with jax's
+    warning (at the user's line) when 64-bit mode is off and it is narrowed to 32 bits.
+    Python's ``int``, ``float`` and ``complex`` mean the default types: no warning."""
+    x64 = config.enable_x64
+    try:
+        out, narrowed = _user_dtype_cache[(dtype, x64)]
+    except (KeyError, TypeError):
+        out = canonicalize(dtype)
+        narrowed = (not x64 and dtype not in (int, float, complex)
+                    and np.dtype(dtype) in _NARROW)
+        try:
+            _user_dtype_cache[(dtype, x64)] = (out, narrowed)
+        except TypeError:
+            pass
+    if narrowed:
+        warnings.warn(f"Explicitly requested dtype {np.dtype(dtype).name} requested in "
+                      f"{fun_name} is not available, and will be truncated to dtype "
+                      f"{out.name}. To enable more dtypes, set the minijax_enable_x64 "
+                      f"configuration option or the MINIJAX_ENABLE_X64 shell environment "
+                      f"variable.", UserWarning, stacklevel=user_stacklevel())
+    return out
+
+
+_user_dtype_cache: dict = {}  # (dtype, x64) -> (canonical dtype, whether narrowed)
 
 
 def default_int() -> np.dtype:

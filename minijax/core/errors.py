@@ -21,3 +21,18 @@ class TracerArrayConversionError(ConcretizationTypeError):
 
 class UnexpectedTracerError(Exception):
     """A tracer escaped the function being traced and was used afterwards."""
+
+
+class UnfilteredStackTrace(Exception):
+    """The full traceback of an error, minijax's frames included; chained as the
+    ``__cause__`` of the error when ``minijax_traceback_filtering`` is ``remove_frames``."""
+
+
+class IncompatibleShapesError(ValueError, TypeError):
+    """Operand shapes that do not fit together: they do not broadcast, or the sizes of
+    contracted dimensions differ.
+
+    Both a ``ValueError``, as in NumPy (and in jax for operands of different ranks,
+    ``lax.dot`` and ``jnp.where``), and a ``TypeError``, as in jax for operands of
+    equal rank and for ``matmul``/``dot_general``: code written against either catches it.
+    """

@@ -31,6 +31,8 @@ from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionE
                                  UnexpectedTracerError)
 from minijax.core.jaxpr import (EMPTY_CTX, ClosedJaxpr, EqnContext, Jaxpr, JaxprEqn, Literal,
                                 SourceInfo, Var)
+from minijax.core.traceback_util import (add_equation_source, process_exception,
+                                         register_boundary)
 
 # ---- source locations ----------------------------------------------------------
 
@@ -217,8 +219,13 @@ class Primitive:
     def __repr__(self) -> str:
         return self.name
 
+    @register_boundary
     def bind(self, *args, **params):
-        return _state.trace.process_primitive(self, args, params)
+        try:
+            return _state.trace.process_primitive(self, args, params)
+        except Exception as e:  # a boundary for eager primitives (see core/traceback_util.py)
+            process_exception(e)
+            raise
 
     # decorators to attach rules
     def def_impl(self, fn):
@@ -644,6 +651,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
         return a.val if type(a) is Literal else env[id(a)]
 
     outer = _state.ctx
+    eqn = None
     try:
         for eqn in jaxpr.eqns:
             _state.ctx = merge_ctx(outer, eqn.ctx)
@@ -654,6 +662,10 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
                     env[id(v)] = x
             else:
                 env[id(eqn.outvars[0])] = out
+    except Exception as e:
+        if eqn is not None:  # the user's line that made the equation that failed
+            add_equation_source(e, eqn)
+        raise
     finally:
         _state.ctx = outer
     return [read(a) for a in jaxpr.outvars]

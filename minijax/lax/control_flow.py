@@ -55,6 +55,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.trace import DebugInfo, Primitive, Tracer, current_ctx, get_aval, trace_to_jaxpr
+from minijax.core.traceback_util import api_boundary
 from minijax.lax._util import static_int, type_error
 from minijax.lax.binary import add, lt, ne
 from minijax.lax.convert import convert_element_type, convert_element_type_p
@@ -90,6 +91,22 @@ class _Traced(NamedTuple):
 
 def _fun_name(fun: Callable) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _fun_source(fun: Callable) -> str:
+    """``name at file:line``: where a user function passed to control flow is defined
+    (the user's function for the internal wrappers of fori_loop and map)."""
+    get_user_fun = getattr(fun, "_user_fun", None)
+    if get_user_fun is not None:
+        fun = get_user_fun() or fun
+    code = getattr(inspect.unwrap(fun), "__code__", None)
+    where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+    return f"{_fun_name(fun)}{where}"
+
+
+def _funs_line(labels: Sequence[str], funs: Sequence[Callable]) -> str:
+    """``true_fun is <lambda> at f.py:7, false_fun is g at f.py:9``."""
+    return ", ".join(f"{label} is {_fun_source(fun)}" for label, fun in zip(labels, funs))
 
 
 def _arg_names(fun: Callable, args: tuple) -> list[str]:
@@ -214,14 +231,16 @@ def _short(avals: Sequence[ShapedArray]) -> str:
     return ", ".join(a.str_short() for a in avals)
 
 
-def _check_branch_outputs(api: str, name1: str, name2: str, t1: _Traced, t2: _Traced) -> None:
+def _check_branch_outputs(api: str, name1: str, name2: str, t1: _Traced, t2: _Traced,
+                          funs: Sequence[Callable] = ()) -> None:
     tree1, tree2 = t1.trees[0], t2.trees[0]
     avals1, avals2 = t1.out_avals(), t2.out_avals()
+    which = f"\n({_funs_line((name1, name2), funs)})" if funs else ""
     if tree1 != tree2:
         raise TypeError(
             f"{api}: {name1} and {name2} output must have the same pytree structure, got\n"
             f"  {_tree_str(tree1, avals1)} and\n  {_tree_str(tree2, avals2)}\n"
-            f"Revise {name1} and/or {name2} so that they return the same structure.")
+            f"Revise {name1} and/or {name2} so that they return the same structure.{which}")
     diffs = [f"the output of {name1}{_at(p)} has type {a.str_short()} but the corresponding "
              f"output of {name2} has type {b.str_short()}"
              for p, a, b in zip(t1.paths[0], avals1, avals2) if not _typematch(a, b)]
@@ -230,7 +249,7 @@ def _check_branch_outputs(api: str, name1: str, name2: str, t1: _Traced, t2: _Tr
             f"{api}: {name1} and {name2} output must have identical types, got\n"
             f"  {_tree_str(tree1, avals1)} and\n  {_tree_str(tree2, avals2)}\n"
             + "".join(f"  * {d}\n" for d in diffs)
-            + f"Revise {name1} and/or {name2} so that all output types match.")
+            + f"Revise {name1} and/or {name2} so that all output types match.{which}")
 
 
 def _at(path: tuple) -> str:
@@ -241,13 +260,14 @@ def _check_carry(api: str, fun: Callable, in_tree: PyTreeDef, in_paths: list,
                  in_avals: Sequence[ShapedArray], out_tree: PyTreeDef,
                  out_avals: Sequence[ShapedArray]) -> None:
     """The carry output of ``fun`` must have the carry input's structure and types."""
+    which = f"\n(the function is {_fun_source(fun)})"
     if in_tree != out_tree:
         raise TypeError(
             f"{api} function carry input and carry output must have the same pytree "
             f"structure, got\n  input:  {_tree_str(in_tree, in_avals)} and\n"
             f"  output: {_tree_str(out_tree, out_avals)}\n"
             "Revise the function so that the carry output has the same pytree structure as "
-            "the carry input.")
+            f"the carry input.{which}")
     if _types_match(in_avals, out_avals):
         return
     try:
@@ -262,7 +282,8 @@ def _check_carry(api: str, fun: Callable, in_tree: PyTreeDef, in_paths: list,
         f"  input:  {_tree_str(in_tree, in_avals)} and\n"
         f"  output: {_tree_str(out_tree, out_avals)}\n"
         + "".join(f"  * {d}\n" for d in diffs)
-        + "Revise the function so that all output types match the corresponding input types.")
+        + f"Revise the function so that all output types match the corresponding input "
+        f"types.{which}")
 
 
 def _weak_promotions(in_avals: Sequence[ShapedArray],
@@ -352,6 +373,7 @@ def _pred_index(pred: Any):
     return convert_element_type(pred, _INT32)
 
 
+@api_boundary
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``; both are traced.
 
@@ -367,6 +389,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
                       (1, 0), operands)
 
 
+@api_boundary
 def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     """``branches[clamp(0, index, len(branches) - 1)](*operands)``; all branches are traced."""
     branches = tuple(branches)
@@ -401,7 +424,8 @@ def _cond_bind(api: str, index, branches: tuple, labels: tuple, order: tuple, op
                   for fun, label in zip(branches, labels)]
         first = order[0]
         for i in order[1:]:
-            _check_branch_outputs(api, labels[first], labels[i], traced[first], traced[i])
+            _check_branch_outputs(api, labels[first], labels[i], traced[first], traced[i],
+                                  (branches[first], branches[i]))
         # A weak output type gives way to a strong one in another branch.
         weak = [all(ws) for ws in zip(*[[a.weak_type for a in t.out_avals()] for t in traced])]
         jaxprs, consts = _merge_consts(traced, weak, order)
@@ -464,6 +488,7 @@ def _cond_lower(ctx, index, *args, branches):
 
 # ---- while_loop / fori_loop ----------------------------------------------------------------
 
+@api_boundary
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one XLA loop.
 
@@ -485,7 +510,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
             if len(pred) != 1 or ct.trees[0].num_nodes != 1 or \
                     pred[0].shape != () or pred[0].dtype != dtypes.bool_:
                 raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got "
-                                f"{_tree_str(ct.trees[0], pred)}")
+                                f"{_tree_str(ct.trees[0], pred)} (cond_fun is "
+                                f"{_fun_source(cond_fun)})")
             bt = _trace("while_loop", "body_fun", body_fun,
                         lambda xs: [body_fun(tree.unflatten(xs))], in_avals, (init_val,))
             return ct, bt
@@ -554,6 +580,7 @@ def _make_fori_scan_body(get_fun: Callable) -> Callable:
     def scanned_fun(loop_carry, _):
         i, x = loop_carry
         return (add(i, 1), get_fun()(i, x)), None
+    scanned_fun._user_fun = get_fun  # for messages (_fun_source)
     return scanned_fun
 
 
@@ -561,6 +588,7 @@ def _make_fori_while_body(get_fun: Callable) -> Callable:
     def while_body_fun(loop_carry):
         i, upper, x = loop_carry
         return add(i, np.ones((), i.dtype)), upper, get_fun()(i, x)
+    while_body_fun._user_fun = get_fun  # for messages (_fun_source)
     return while_body_fun
 
 
@@ -569,6 +597,7 @@ def _fori_cond_fun(loop_carry):
     return lt(i, upper)
 
 
+@api_boundary
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``.
 
@@ -646,6 +675,7 @@ def _scan_length(xs, xs_avals: Sequence[ShapedArray], length) -> int:
     return lengths[0]
 
 
+@api_boundary
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1, _split_transpose: bool = False):
     """Scan ``f: (carry, x) -> (carry, y)`` over the leading axis of ``xs``.
@@ -674,7 +704,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         def call(leaves):
             out = f(carry_tree.unflatten(leaves[:num_carry]), xs_tree.unflatten(leaves[num_carry:]))
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"scan: the body function {_fun_name(f)} must return a pair "
+                raise TypeError(f"scan: the body function {_fun_source(f)} must return a pair "
                                 f"(carry, y), got a value of type {type(out).__name__}")
             return list(out)
 
@@ -705,9 +735,11 @@ _map_bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _make_map_body(get_fun: Callable) -> Callable:
     def map_body(_, x):
         return (), get_fun()(x)
+    map_body._user_fun = get_fun  # for messages (_fun_source)
     return map_body
 
 
+@api_boundary
 def map(f: Callable, xs, *, batch_size: int | None = None):
     """``stack([f(x) for x in xs])`` over the leading axis of the pytree ``xs``, as a scan."""
     if batch_size is not None:

@@ -93,7 +93,7 @@ def _params(operand, axis: int, reverse: bool) -> dict:
     ndim = get_aval(operand).ndim
     axis = static_int(axis, "axis")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        raise np.exceptions.AxisError(axis, ndim)  # a ValueError and an IndexError
     return {"axis": axis % ndim, "reverse": bool(reverse)}
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.core.errors import IncompatibleShapesError
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax._util import static_ints, type_error
 
@@ -134,10 +135,11 @@ def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
                          f"{rhs.shape})", lhs, rhs)
     lc_shape = tuple(lhs.shape[d] for d in lc)
     rc_shape = tuple(rhs.shape[d] for d in rc)
-    if lc_shape != rc_shape:
-        raise type_error("dot_general", f"contracting dimensions must have the same sizes, got "
-                         f"{lc_shape} (lhs shape {lhs.shape}) and {rc_shape} (rhs shape "
-                         f"{rhs.shape})", lhs, rhs)
+    if lc_shape != rc_shape:  # a TypeError as from jax's dot_general, a ValueError as lax.dot's
+        raise IncompatibleShapesError(
+            f"dot_general: contracting dimensions must have the same sizes, got {lc_shape} "
+            f"(lhs shape {lhs.shape}) and {rc_shape} (rhs shape {rhs.shape}) (operand types: "
+            f"{lhs.str_short()}, {rhs.str_short()})")
     if preferred_element_type is None:
         if lhs.dtype != rhs.dtype:
             raise type_error("dot_general", "operands must have the same dtype unless "

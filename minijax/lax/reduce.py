@@ -23,14 +23,17 @@ from minijax.lowering.types import i64_array
 
 
 def canonical_axes(prim: str, aval: ShapedArray, axes: Sequence[int]) -> tuple[int, ...]:
-    """Check ``axes`` are distinct, in-range, non-negative axes of ``aval``."""
+    """Check ``axes`` are distinct, in-range, non-negative axes of ``aval``
+    (a ValueError otherwise, as jax's)."""
     axes = tuple(axes)
     for a in axes:
         if not isinstance(a, (int, np.integer)) or not 0 <= a < aval.ndim:
-            raise type_error(prim, f"axes {axes} out of range for an operand of rank "
-                             f"{aval.ndim} (axes must be in [0, {aval.ndim}))", aval)
+            raise ValueError(f"{prim}: axes {axes} out of range for an operand of rank "
+                             f"{aval.ndim} (axes must be in [0, {aval.ndim})) (operand types: "
+                             f"{aval.str_short()})")
     if len(set(axes)) != len(axes):
-        raise type_error(prim, f"duplicate axes in {axes}", aval)
+        raise ValueError(f"{prim}: duplicate axes in {axes} (operand types: "
+                         f"{aval.str_short()})")
     return axes
 
 
@@ -205,7 +208,7 @@ def _arg_params(operand, axis: int, index_dtype) -> dict:
     ndim = get_aval(operand).ndim
     axis = static_int(axis, "axis")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        raise np.exceptions.AxisError(axis, ndim)  # a ValueError and an IndexError
     return {"axes": (axis % ndim,), "index_dtype": dtypes.canonicalize(index_dtype)}
 
 

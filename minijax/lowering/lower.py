@@ -17,6 +17,7 @@ import numpy as np
 
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from minijax.core.traceback_util import add_equation_source
 from minijax.lowering.builder import FunctionBuilder, ModuleBuilder, Region, Value, name_loc
 from minijax.lowering.types import dense_elements, string_attr, tensor_type
 
@@ -175,6 +176,7 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
             return _const_value(fn, atom.val, atom.aval)
         return env[id(atom)]
 
+    eqn = None
     try:
         for eqn in jaxpr.eqns:
             prim = eqn.primitive
@@ -196,9 +198,14 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
                     env[id(v)] = o
             else:
                 env[id(eqn.outvars[0])] = outs
+        eqn = None
         fn.loc = prefix_loc
         fn.frontend = None
         return [read(a) for a in jaxpr.outvars]
+    except Exception as e:
+        if eqn is not None:  # the user's line that made the equation that failed
+            add_equation_source(e, eqn)
+        raise
     finally:
         fn.loc, fn.frontend, fn.outer_metadata = saved_loc, saved_fe, saved_md
 

@@ -10,8 +10,8 @@ from minijax.core.aval import canonicalize_shape
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 
 
-def _canon(dtype):
-    return None if dtype is None else dtypes.canonicalize(dtype)
+def _canon(dtype, fun_name: str = "asarray"):
+    return None if dtype is None else dtypes.check_user_dtype(dtype, fun_name)
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
@@ -74,7 +74,7 @@ def full(shape, fill_value, dtype=None):
     if dtype is None:
         dt = get_aval(fill_value).dtype
     else:
-        dt = dtypes.canonicalize(dtype)
+        dt = dtypes.check_user_dtype(dtype, "full")
     if isinstance(fill_value, Tracer) or hasattr(fill_value, "aval"):
         v = lax.convert_element_type(fill_value, dt)
         import minijax.numpy as jnp
@@ -87,11 +87,13 @@ def _shape_tuple(shape) -> tuple:
 
 
 def zeros(shape, dtype=None):
-    return full(shape, 0, dtype or dtypes.default_float())
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, "zeros")
+    return full(shape, 0, dtype)
 
 
 def ones(shape, dtype=None):
-    return full(shape, 1, dtype or dtypes.default_float())
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, "ones")
+    return full(shape, 1, dtype)
 
 
 def empty(shape, dtype=None):

@@ -676,14 +676,16 @@ class _IndexUpdateRef:
 
 # ---- take / take_along_axis ----------------------------------------------------------------
 
-def _index_array(fname: str, indices):
+def _index_array(fname: str, indices, error: type[Exception] = TypeError):
+    """``indices`` as an integer array; ``error`` when they are not integers (jax: a
+    ValueError from take, a TypeError from take_along_axis)."""
     if isinstance(indices, (list, tuple)):
         indices = _sequence_index(indices)
     if _is_int(indices):
         indices = np.asarray(indices, dtypes.default_int())
     dt = indices.dtype if isinstance(indices, np.ndarray) else get_aval(indices).dtype
     if np.dtype(dt).kind not in "iu":
-        raise TypeError(f"{fname}: indices must be integers, got dtype {np.dtype(dt).name}")
+        raise error(f"{fname}: indices must be integers, got dtype {np.dtype(dt).name}")
     return indices
 
 
@@ -701,7 +703,7 @@ def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
         raise TypeError("take requires ndarray or scalar arguments, got a list for `a`")
     if not hasattr(a, "aval"):
         a = asarray(a)
-    indices = _index_array("take", indices)
+    indices = _index_array("take", indices, ValueError)
     if axis is None:
         a = lax.reshape(a, (a.size,))
         axis = 0

@@ -13,6 +13,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.errors import IncompatibleShapesError
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import (
     broadcast_shapes,
@@ -86,8 +87,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     k_a = a_shape[-1]
     k_b = b_shape[-2] if b_mat else b_shape[0]
     if k_a != k_b:
-        raise ValueError(f"matmul: contracting dimensions differ: operand shapes {a_shape} and "
-                         f"{b_shape} (size {k_a} vs {k_b})")
+        raise IncompatibleShapesError(f"matmul: contracting dimensions differ: operand shapes "
+                                      f"{a_shape} and {b_shape} (size {k_a} vs {k_b})")
     a_batch, b_batch = a_shape[:-2], b_shape[:-2]
     if a_batch and b_batch:
         # Both batched: broadcast the batch dims, then a batched dot_general.

@@ -6,6 +6,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.errors import IncompatibleShapesError
 from minijax.core.trace import get_aval, is_python_scalar
 
 
@@ -58,7 +59,8 @@ def promote_dtypes_numeric(*args):
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    """numpy's broadcasting of shapes; ValueError naming them when incompatible."""
+    """numpy's broadcasting of shapes; ``IncompatibleShapesError`` (a ValueError and a
+    TypeError, see ``minijax.errors``) naming them when incompatible."""
     ndim = max(len(s) for s in shapes)
     out = [1] * ndim
     for s in shapes:
@@ -68,8 +70,9 @@ def broadcast_shapes(*shapes) -> tuple:
                 if o == 1:
                     out[i] = d
                 elif d != 1:
-                    raise ValueError("Incompatible shapes for broadcasting: "
-                                     + ", ".join(str(tuple(s)) for s in shapes))
+                    raise IncompatibleShapesError(
+                        "Incompatible shapes for broadcasting: "
+                        + ", ".join(str(tuple(s)) for s in shapes))
     return tuple(out)
 
 

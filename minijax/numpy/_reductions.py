@@ -38,13 +38,14 @@ def _check_arraylike(name: str, x):
 
 
 def canonicalize_axis(axis, ndim: int) -> int:
-    """``axis`` as a non-negative int; ValueError if out of range."""
+    """``axis`` as a non-negative int; NumPy's ``AxisError`` (a ValueError and an
+    IndexError, which jax raises for some functions) if out of range."""
     try:
         axis = operator.index(axis)
     except TypeError:
         raise TypeError(f"axis must be an integer, got {axis!r}") from None
     if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        raise np.exceptions.AxisError(axis, ndim)
     return axis % ndim
 
 

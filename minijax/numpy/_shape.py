@@ -491,7 +491,9 @@ def arange(start, stop=None, step=None, dtype=None):
     if dtype is None:
         dtype, _ = dtypes.result_type(*((dtypes.dtype_of(v), is_python_scalar(v))
                                         for v in given))
-    dtype = dtypes.canonicalize(dtype)
+        dtype = dtypes.canonicalize(dtype)
+    else:
+        dtype = dtypes.check_user_dtype(dtype, "arange")
     if stop is None:
         start, stop = 0, start
     start_v, stop_v = np.asarray(start).item(), np.asarray(stop).item()
@@ -650,7 +652,7 @@ def empty_like(a, dtype=None, shape=None):
 def astype(x, dtype, /, *, copy: bool = False, device=None):
     """``x`` converted to ``dtype`` (complex to bool compares with zero)."""
     _check_arraylike("astype", x)
-    dt = dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
+    dt = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, "astype")
     aval = get_aval(x)
     if dtypes.is_complex(aval.dtype) and dt == dtypes.bool_:
         return lax.ne(x, np.zeros((), aval.dtype))

@@ -6,18 +6,28 @@ expression means the same eagerly and under a trace.
 
 from __future__ import annotations
 
+from minijax.core.traceback_util import process_exception, register_boundary
+
 
 def _jnp():
     import minijax.numpy as jnp
     return jnp
 
 
+# The operators and methods are boundaries for traceback filtering: an error in
+# ``x + y`` at top level shows the user's line, not minijax's (core/traceback_util.py).
+
 def _binop(name: str, reflected: bool = False):
+    @register_boundary
     def method(self, other):
-        fn = getattr(_jnp(), name)
-        if not _is_operand(other):
-            return NotImplemented
-        return fn(other, self) if reflected else fn(self, other)
+        try:
+            fn = getattr(_jnp(), name)
+            if not _is_operand(other):
+                return NotImplemented
+            return fn(other, self) if reflected else fn(self, other)
+        except Exception as e:
+            process_exception(e)
+            raise
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
 
@@ -36,16 +46,35 @@ def _is_operand(x) -> bool:
 
 
 def _unop(name: str):
+    @register_boundary
     def method(self):
-        return getattr(_jnp(), name)(self)
+        try:
+            return getattr(_jnp(), name)(self)
+        except Exception as e:
+            process_exception(e)
+            raise
     return method
 
 
 def _method(name: str):
+    @register_boundary
     def method(self, *args, **kwargs):
-        return getattr(_jnp(), name)(self, *args, **kwargs)
+        try:
+            return getattr(_jnp(), name)(self, *args, **kwargs)
+        except Exception as e:
+            process_exception(e)
+            raise
     method.__name__ = name
     return method
+
+
+@register_boundary
+def _getitem(self, idx):
+    try:
+        return _jnp()._getitem(self, idx)
+    except Exception as e:
+        process_exception(e)
+        raise
 
 
 _BINARY = {
@@ -74,7 +103,7 @@ def install(cls) -> None:
         setattr(cls, f"__{op}__", _unop(fn))
     for name in _METHODS:
         setattr(cls, name, _method(name))
-    cls.__getitem__ = lambda self, idx: _jnp()._getitem(self, idx)
+    cls.__getitem__ = _getitem
     cls.T = property(lambda self: _jnp().transpose(self))
     cls.mT = property(lambda self: _jnp().swapaxes(self, -1, -2))
     cls.at = property(lambda self: _jnp()._IndexUpdateHelper(self))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from minijax.core.aval import ShapeDtypeStruct
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.traceback_util import api_boundary
 
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
@@ -17,6 +18,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     """
     from minijax.stages.jit import Wrapped
 
+    @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
         w = Wrapped(fun, static_argnums=static_argnums)
@@ -34,6 +36,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     return make
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
     """Output shapes and dtypes of ``fun`` without running it."""
     from minijax.stages.jit import Wrapped

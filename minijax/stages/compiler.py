@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from minijax.core.aval import ShapedArray
+from minijax.core.traceback_util import user_stacklevel
 from minijax.runtime import compilation_cache as _disk
 from minijax.runtime import compile_options as _options
 from minijax.runtime import executable as _rt_exe
@@ -143,16 +144,12 @@ def alias_arg_attrs(aliases: Sequence[int | None]) -> list[str] | None:
     return ["" if a is None else f"tf.aliasing_output = {a} : i32" for a in aliases]
 
 
-def warn_unused_donations(in_avals: Sequence[ShapedArray], unused: Sequence[int],
-                          where=None) -> None:
-    """Warn, as jax does, about donated arguments no output can reuse."""
+def warn_unused_donations(in_avals: Sequence[ShapedArray], unused: Sequence[int]) -> None:
+    """Warn, as jax does, about donated arguments no output can reuse (at the user's line)."""
     if not unused:
         return
     types = ", ".join(f"{in_avals[i].dtype.name}[{','.join(map(str, in_avals[i].shape))}]"
                       for i in unused)
     msg = (f"Some donated buffers were not usable: {types}. Donation needs an output of "
            "the same shape and dtype; these arguments are not deleted.")
-    if where is not None:
-        warnings.warn_explicit(msg, UserWarning, where.file, where.line)
-    else:
-        warnings.warn(msg, UserWarning, stacklevel=3)
+    warnings.warn(msg, UserWarning, stacklevel=user_stacklevel())

@@ -9,6 +9,7 @@ from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.lru import LRUCache
 from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
+from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.stages.common import abstractify, call_device, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
 from minijax.stages.jit import Wrapped, compile_module, to_buffers
@@ -137,11 +138,16 @@ class Fused(Wrapped):
     def __repr__(self) -> str:
         return f"<minijax.numpy function {self._name}>"
 
+    @register_boundary
     def _call(self, args: tuple, kwargs: dict):
-        if (not kwargs and 0 < len(args) <= self._max_args and _state.trace is EVAL_TRACE
-                and _state.ctx is EMPTY_CTX and _jittable(args)):
-            return super()._call(args, kwargs)
-        return self._fun(*args, **kwargs)
+        try:
+            if (not kwargs and 0 < len(args) <= self._max_args and _state.trace is EVAL_TRACE
+                    and _state.ctx is EMPTY_CTX and _jittable(args)):
+                return super()._call(args, kwargs)
+            return self._fun(*args, **kwargs)
+        except Exception as e:  # a boundary (core/traceback_util.py)
+            process_exception(e)
+            raise
 
     def _positional_fast_path_ok(self, in_avals) -> bool:
         # A weakly typed scalar in the signature is what a Python scalar looks like on

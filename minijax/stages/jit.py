@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from minijax.config import config
 from minijax.core.jaxpr import EMPTY_CTX, ClosedJaxpr
+from minijax.core.traceback_util import (add_xla_error_source, api_boundary, process_exception,
+                                         register_boundary)
 from minijax.core.lru import LRUCache
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
@@ -378,48 +380,53 @@ class Wrapped(DispatchBase):
 
     # -- calling
 
+    @register_boundary
     def _call(self, args: tuple, kwargs: dict):
-        if _state.trace is not EVAL_TRACE:
-            return self._call_traced(args, kwargs)
-        ctx = _state.ctx
-        fast = self._simple and ctx is EMPTY_CTX
-        if fast:
-            leaves, in_tree = _flatten((args, kwargs))
-            try:
-                run = self._tree_fast.get((in_tree, *[id(x.aval) for x in leaves]))
-                bufs = [x._buf for x in leaves] if run is not None else None
-            except AttributeError:  # NumPy arrays or Python scalars among the leaves
-                run = None
-            if run is not None:
-                try:
-                    return run(bufs)
-                except Exception:
-                    raise_if_deleted(leaves)
-                    raise
-        entry, leaves = self._entry(args, kwargs)
-        device = call_device(leaves)  # None: the default device
-        if self._device is not None:
-            device = _placed(self._name, self._device, device)
-        call = entry.calls.get((ctx, device))
-        if call is None:
-            call = entry.calls[ctx, device] = self._compile(entry, ctx, device)
-        if fast:  # the avals of device arrays will be these (interned) objects
-            ids = tuple(id(intern_aval(a, device)) for a in entry.in_avals)
-            self._tree_fast[(entry.in_tree, *ids)] = call.run
-            if (not kwargs and entry.in_tree == _flat_treedef(len(args))
-                    and self._positional_fast_path_ok(entry.in_avals)):
-                self._fast[ids] = call.run
-                if device is None:  # scalar constants live on the default device
-                    make_constants(args)
-            _with_fast_entries.add(self)
         try:
-            out = call.run(to_buffers(leaves, device))
-        except Exception:
-            raise_if_deleted(leaves)
+            if _state.trace is not EVAL_TRACE:
+                return self._call_traced(args, kwargs)
+            ctx = _state.ctx
+            fast = self._simple and ctx is EMPTY_CTX
+            if fast:
+                leaves, in_tree = _flatten((args, kwargs))
+                try:
+                    run = self._tree_fast.get((in_tree, *[id(x.aval) for x in leaves]))
+                    bufs = [x._buf for x in leaves] if run is not None else None
+                except AttributeError:  # NumPy arrays or Python scalars among the leaves
+                    run = None
+                if run is not None:
+                    try:
+                        return run(bufs)
+                    except Exception:
+                        raise_if_deleted(leaves)
+                        raise
+            entry, leaves = self._entry(args, kwargs)
+            device = call_device(leaves)  # None: the default device
+            if self._device is not None:
+                device = _placed(self._name, self._device, device)
+            call = entry.calls.get((ctx, device))
+            if call is None:
+                call = entry.calls[ctx, device] = self._compile(entry, ctx, device)
+            if fast:  # the avals of device arrays will be these (interned) objects
+                ids = tuple(id(intern_aval(a, device)) for a in entry.in_avals)
+                self._tree_fast[(entry.in_tree, *ids)] = call.run
+                if (not kwargs and entry.in_tree == _flat_treedef(len(args))
+                        and self._positional_fast_path_ok(entry.in_avals)):
+                    self._fast[ids] = call.run
+                    if device is None:  # scalar constants live on the default device
+                        make_constants(args)
+                _with_fast_entries.add(self)
+            try:
+                out = call.run(to_buffers(leaves, device))
+            except Exception:
+                raise_if_deleted(leaves)
+                raise
+            if entry.has_donation:
+                self._mark_donated(entry, leaves)
+            return out
+        except Exception as e:  # the boundary of the full path (core/traceback_util.py)
+            process_exception(e)
             raise
-        if entry.has_donation:
-            self._mark_donated(entry, leaves)
-        return out
 
     def _positional_fast_path_ok(self, in_avals) -> bool:
         """Whether calls with these argument types may take the dispatch fast path
@@ -428,9 +435,13 @@ class Wrapped(DispatchBase):
 
     def _compile(self, entry: _Entry, ctx, device=None) -> _Call:
         text = self._lower_text(entry, ctx.metadata)
-        exe = compile_module(text, entry.out_avals, self._compiler_options,
-                             len(entry.in_avals), donated=entry.aliased_inputs, name=self._name,
-                             device=device)
+        try:
+            exe = compile_module(text, entry.out_avals, self._compiler_options,
+                                 len(entry.in_avals), donated=entry.aliased_inputs,
+                                 name=self._name, device=device)
+        except Exception as e:  # XLA's errors carry the locations of the equations
+            add_xla_error_source(e, entry.closed.jaxpr, text)
+            raise
         if "mhlo.frontend_attributes" in text:
             from minijax.stages.stages import check_compiled_metadata
             check_compiled_metadata(text, exe)
@@ -457,7 +468,7 @@ class Wrapped(DispatchBase):
 
     def _lower_text(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
         if entry.unused_donations:
-            warn_unused_donations(entry.in_avals, entry.unused_donations, user_source(2))
+            warn_unused_donations(entry.in_avals, entry.unused_donations)
         return lower_module(entry.closed, module_name=module_name(self._name),
                             name_prefix=f"jit({self._name})", arg_names=entry.arg_names,
                             result_names=result_names(entry.out_paths),
@@ -466,14 +477,17 @@ class Wrapped(DispatchBase):
 
     # -- AOT API
 
+    @api_boundary
     def trace(self, *args, **kwargs):
         from minijax.stages.stages import Traced
         entry, _ = self._entry(args, kwargs, allow_shape_dtype=True)
         return Traced(self, entry)
 
+    @api_boundary
     def lower(self, *args, **kwargs):
         return self.trace(*args, **kwargs).lower()
 
+    @api_boundary
     def eval_shape(self, *args, **kwargs):
         from minijax.core.aval import ShapeDtypeStruct
         entry, _ = self._entry(args, kwargs, allow_shape_dtype=True)

@@ -28,6 +28,7 @@ from minijax.config import config
 from minijax.core.aval import ShapeDtypeStruct, ShapedArray
 from minijax.core.lru import LRUCache
 from minijax.core.trace import EVAL_TRACE, _state, extend_axis_env, gc_paused
+from minijax.core.traceback_util import api_boundary
 from minijax.lowering.lower import lower_module
 from minijax.runtime.backend import get_backend
 from minijax.runtime.replicated import ReplicatedExecutable, compile_replicated
@@ -126,6 +127,7 @@ class Pmapped:
 
     # -- calling
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         statics, dyn, in_axes = self._split(args)
         if _state.trace is not EVAL_TRACE:

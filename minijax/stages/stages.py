@@ -6,6 +6,8 @@ from typing import Any
 
 from minijax.core.aval import ShapeDtypeStruct
 from minijax.core.trace import Tracer
+from minijax.core.traceback_util import (add_xla_error_source, api_boundary, process_exception,
+                                         register_boundary, user_stacklevel)
 from minijax.lowering import mlir
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.backend import get_backend
@@ -82,6 +84,7 @@ class Traced(_StageInfo):
         return self._entry.name
 
 
+    @api_boundary
     def lower(self) -> Lowered:
         if self._entry.hoisted:
             raise ValueError(f"cannot lower {self._entry.name}: it closes over traced values of "
@@ -130,6 +133,7 @@ class Lowered(_StageInfo):
         ``transcendentals``, ..."""
         return mlir.cost_analysis(self._text, get_backend().client)
 
+    @api_boundary
     def compile(self, compiler_options: dict | None = None, *,
                 must_fuse: str = "warn") -> Compiled:
         """Compile for the default backend.
@@ -151,8 +155,12 @@ class Lowered(_StageInfo):
         opts = dict(self._wrapped._compiler_options)
         opts.update(normalize_options(compiler_options))
         entry = self._entry
-        exe = compile_module(self._text, entry.out_avals, opts, len(entry.in_avals),
-                             donated=entry.aliased_inputs, name=entry.name)
+        try:
+            exe = compile_module(self._text, entry.out_avals, opts, len(entry.in_avals),
+                                 donated=entry.aliased_inputs, name=entry.name)
+        except Exception as e:  # XLA's errors carry the locations of the equations
+            add_xla_error_source(e, entry.closed.jaxpr, self._text)
+            raise
         if "mhlo.frontend_attributes" in self._text:
             check_compiled_metadata(self._text, exe, must_fuse)
         return Compiled(entry, exe)
@@ -214,40 +222,45 @@ class Compiled(_StageInfo, DispatchBase):
         """For each ``must_fuse_call`` identifier, the fusions its ops landed in."""
         return fusion_report(self.as_text())
 
+    @register_boundary
     def _call(self, args, kwargs) -> Any:
-        # The full path (DispatchBase.__call__ runs the fast one): check, then run.
-        entry = self._entry
-        leaves, tree = tree_flatten((args, kwargs))
-        if tree != entry.in_tree:
-            raise TypeError(
-                f"function compiled for {entry.in_tree} called with {tree}: the argument tree "
-                f"structure differs from the one used to lower it")
-        for i, (x, expected) in enumerate(zip(leaves, entry.in_avals)):
-            if isinstance(x, Tracer):
-                raise TypeError("a Compiled function cannot be called with traced values; "
-                                "call the jit-wrapped function instead")
-            got = abstractify(x)
-            if got.shape != expected.shape or got.dtype != expected.dtype:
-                raise TypeError(
-                    f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
-                    f"{expected.str_short()} but called with {got.str_short()}")
-        check_on_default_device(leaves)
-        from minijax.stages.jit import donation_site, to_buffers
-        if self._fast and not kwargs:
-            make_constants(args)
         try:
-            out = self._run(to_buffers(leaves))
-        except Exception:
-            raise_if_deleted(leaves)
+            # The full path (DispatchBase.__call__ runs the fast one): check, then run.
+            entry = self._entry
+            leaves, tree = tree_flatten((args, kwargs))
+            if tree != entry.in_tree:
+                raise TypeError(
+                    f"function compiled for {entry.in_tree} called with {tree}: the argument tree "
+                    f"structure differs from the one used to lower it")
+            for i, (x, expected) in enumerate(zip(leaves, entry.in_avals)):
+                if isinstance(x, Tracer):
+                    raise TypeError("a Compiled function cannot be called with traced values; "
+                                    "call the jit-wrapped function instead")
+                got = abstractify(x)
+                if got.shape != expected.shape or got.dtype != expected.dtype:
+                    raise TypeError(
+                        f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
+                        f"{expected.str_short()} but called with {got.str_short()}")
+            check_on_default_device(leaves)
+            from minijax.stages.jit import donation_site, to_buffers
+            if self._fast and not kwargs:
+                make_constants(args)
+            try:
+                out = self._run(to_buffers(leaves))
+            except Exception:
+                raise_if_deleted(leaves)
+                raise
+            if entry.has_donation:
+                site = None
+                for i in entry.aliased_inputs:
+                    x = leaves[i]
+                    if type(x) is Array and x._buf.is_deleted():
+                        site = site or donation_site(entry.name)
+                        x._donated, x._npy = site, None
+            return out
+        except Exception as e:  # a boundary (core/traceback_util.py)
+            process_exception(e)
             raise
-        if entry.has_donation:
-            site = None
-            for i in entry.aliased_inputs:
-                x = leaves[i]
-                if type(x) is Array and x._buf.is_deleted():
-                    site = site or donation_site(entry.name)
-                    x._donated, x._npy = site, None
-        return out
 
     def _arg_name(self, i: int) -> str:
         names = self._entry.arg_names
@@ -276,5 +289,5 @@ def _check_must_fuse(optimized_hlo: str, mode: str) -> None:
                f"does not enforce MUST_FUSE.")
         if mode == "error":
             raise MustFuseError(msg)
-        warnings.warn(msg, MustFuseWarning, stacklevel=3)
+        warnings.warn(msg, MustFuseWarning, stacklevel=user_stacklevel())
 

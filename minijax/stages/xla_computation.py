@@ -21,6 +21,7 @@ from typing import Any
 from minijax.core.aval import ShapeDtypeStruct
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import extend_axis_env, gc_paused
+from minijax.core.traceback_util import api_boundary, user_stacklevel
 from minijax.lowering import mlir
 from minijax.lowering.lower import lower_module
 from minijax.lowering.types import string_attr
@@ -255,7 +256,8 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
                 arg_attrs[i].append(f"tf.aliasing_output = {k} : i32")
         if unused:
             warnings.warn("Some donated buffers were not usable: "
-                          + ", ".join(a.str_short() for a in unused), stacklevel=2)
+                          + ", ".join(a.str_short() for a in unused),
+                          stacklevel=user_stacklevel())
         res_attrs = None
         if out_parts is not None:
             texts = _flat_specs("out_parts", out_parts, _placeholder_tree(entry.out_tree),
@@ -281,7 +283,7 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
             ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in out_avals)
         return comp, shapes
 
-    return computation_maker
+    return api_boundary(computation_maker)
 
 
 class _Leaf:

@@ -31,6 +31,7 @@ from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_j
 from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive, Trace, Tracer,
                                 _leaked, _state, eval_jaxpr, get_aval, merge_ctx,
                                 trace_to_jaxpr, use_trace, user_source)
+from minijax.core.traceback_util import add_equation_source, api_boundary
 from minijax.tree_util import Partial, tree_flatten, tree_unflatten
 
 # ---- symbolic zeros and tangent types ------------------------------------------------------
@@ -232,6 +233,7 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
     return res_p, res_t
 
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), J fun(primals) @ tangents)``; mirrors ``jax.jvp``."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -405,6 +407,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
     outer = _state.ctx
     lin_eqns = []
+    eqn = None
     try:
         for eqn in jaxpr.eqns:
             if any(type(a) is not Literal and id(a) in linear for a in eqn.invars):
@@ -419,6 +422,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                     env[id(v)] = o
             else:
                 env[id(eqn.outvars[0])] = out
+        eqn = None
 
         ct_env: dict[int, Any] = {}
 
@@ -449,6 +453,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             ct_in = rule(cts if prim.multiple_results else cts[0], *invals, **eqn.params)
             for a, ct in zip(eqn.invars, ct_in):
                 write_ct(a, ct)
+    except Exception as e:
+        if eqn is not None:  # the user's line that made the equation that failed
+            add_equation_source(e, eqn)
+        raise
     finally:
         _state.ctx = outer
     out = []
@@ -572,6 +580,7 @@ def linearize_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
     return primal_outs, lin, residuals
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` pulls a cotangent back; mirrors
     ``jax.vjp``."""
@@ -619,6 +628,7 @@ class _PullbackSpec:
         self.in_ct_avals = in_ct_avals
         self.aux_avals = list(aux_avals)
 
+    @api_boundary
     def __call__(self, *args):
         n_res = len(self.lin.constvars)
         residuals, cts = args[:n_res], args[n_res:]
@@ -628,13 +638,16 @@ class _PullbackSpec:
                             f"like {self.out_tree}), but was called with {len(cts)} arguments")
         ct_flat, ct_tree = tree_flatten(cts[0])
         if ct_tree != self.out_tree:
-            raise TypeError(f"vjp function expected a cotangent with tree structure "
-                            f"{self.out_tree}, got {ct_tree}")
+            raise ValueError(f"vjp function expected a cotangent with tree structure "
+                             f"{self.out_tree} (the function's output), got {ct_tree}")
         for i, (c, a) in enumerate(zip(ct_flat, self.out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise ValueError(f"cotangent {i} has shape {ca.shape} but the output has shape "
-                                 f"{a.shape}")
+            ca, expected = get_aval(c), tangent_aval(a)
+            if ca.shape != a.shape or (ca.dtype != expected.dtype
+                                       and expected.dtype != dtypes.float0):
+                raise ValueError(
+                    f"unexpected type for cotangent {i} given to the vjp function: got "
+                    f"{ca.str_short()}, but expected {expected.str_short()} because the "
+                    f"corresponding output of the function has type {a.str_short()}")
         args = [UndefinedPrimal(a) for a in self.in_ct_avals]
         cts_all = list(ct_flat) + [Zero(a) for a in self.aux_avals]
         cts_in = backward_pass(self.lin, residuals, args, cts_all)
@@ -653,6 +666,7 @@ def _as_array(x):
     return x
 
 
+@api_boundary
 def linearize(fun: Callable, *primals):
     """``(fun(*primals), f_jvp)`` with ``f_jvp(*tangents)`` the linearized function."""
     p_flat, p_tree = tree_flatten(primals)
@@ -673,15 +687,17 @@ def linearize(fun: Callable, *primals):
         out = eval_jaxpr(lin, residuals, *t_flat)
         return tree_unflatten(box[0], out)
 
-    return tree_unflatten(box[0], outs), f_jvp
+    return tree_unflatten(box[0], outs), api_boundary(f_jvp)
 
 
-def _argnums_tuple(argnums, nargs: int) -> tuple[int, ...]:
+def _argnums_tuple(argnums, nargs: int, error: type[Exception] = TypeError) -> tuple[int, ...]:
+    """``argnums`` as non-negative indices into ``nargs`` positional arguments; ``error``
+    when one is out of range (jax: TypeError from grad, ValueError from jacfwd/jacrev)."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for a in nums:
         if not isinstance(a, int) or not -nargs <= a < nargs:
-            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
-                            f"least {max(nums) + 1} positional arguments, got {nargs}")
+            raise error(f"differentiating with respect to argnums={argnums} requires at "
+                        f"least {max(nums) + 1} positional arguments, got {nargs}")
     return tuple(a % nargs for a in nums)
 
 
@@ -733,7 +749,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
     vg.__name__ = f"value_and_grad({getattr(fun, '__name__', 'fun')})"
     vg.__wrapped__ = fun  # so signature-based argument names follow the user's function
-    return vg
+    return api_boundary(vg)
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -750,4 +766,4 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
     g.__name__ = f"grad({getattr(fun, '__name__', 'fun')})"
     g.__wrapped__ = fun
-    return g
+    return api_boundary(g)

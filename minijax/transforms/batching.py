@@ -16,6 +16,7 @@ import numpy as np
 
 from minijax.core.aval import ShapedArray, canonicalize_dim
 from minijax.core.trace import Primitive, Trace, Tracer, _leaked, _state, get_aval, use_trace
+from minijax.core.traceback_util import api_boundary
 from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 not_mapped = None
@@ -274,7 +275,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
 
     vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
     vmapped.__wrapped__ = fun
-    return vmapped
+    return api_boundary(vmapped)
 
 
 def _as_array(x):

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.trace import (DebugInfo, Primitive, eval_jaxpr, get_aval, trace_to_jaxpr)
+from minijax.core.traceback_util import api_boundary
 from minijax.transforms.ad import (Zero, instantiate, is_undefined, jvp_jaxpr,
                                    partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
 from minijax.transforms.batching import batch_jaxpr, bdim_at, vmap
@@ -113,6 +114,7 @@ class custom_jvp:
             return out, acc
         self.jvp = jvp
 
+    @api_boundary
     def __call__(self, *args):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function "
@@ -240,6 +242,7 @@ class custom_vjp:
         self.fwd = fwd
         self.bwd = bwd
 
+    @api_boundary
     def __call__(self, *args):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function "
@@ -448,6 +451,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
     (``jax.checkpoint`` / ``jax.remat``)."""
     static = tuple(static_argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def wrapped(*args):
         tr = _trace_fun(fun, args, static)  # static arguments stay Python values

@@ -13,6 +13,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
+from minijax.core.traceback_util import api_boundary
 from minijax.transforms.ad import _argnums_tuple, jvp, vjp
 from minijax.transforms.batching import vmap
 from minijax.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -64,7 +65,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            holomorphic: bool = False) -> Callable:
     """Jacobian of ``fun`` by forward mode (one jvp per input element, vmapped)."""
     def jacfun(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args))
+        nums = _argnums_tuple(argnums, len(args), ValueError)
         dyn = tuple(args[i] for i in nums)
         in_leaves, in_tree = tree_flatten(dyn)
         _check_inexact("jacfwd", in_leaves, holomorphic)
@@ -88,14 +89,14 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                        jac)
         return (jac, aux) if has_aux else jac
 
-    return jacfun
+    return api_boundary(jacfun)
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """Jacobian of ``fun`` by reverse mode (one vjp per output element, vmapped)."""
     def jacfun(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args))
+        nums = _argnums_tuple(argnums, len(args), ValueError)
         dyn = tuple(args[i] for i in nums)
         in_leaves, in_tree = tree_flatten(dyn)
         _check_inexact("jacrev", in_leaves, holomorphic)
@@ -119,7 +120,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         jac = tree_unflatten(out_tree, [tree_unflatten(arg_tree, b) for b in blocks])
         return (jac, res[2]) if has_aux else jac
 
-    return jacfun
+    return api_boundary(jacfun)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -35,6 +35,7 @@ import numpy as np
 
 from minijax.config import config
 from minijax.core import dtypes
+from minijax.core.traceback_util import user_stacklevel
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import (DebugInfo, Primitive, Tracer, current_ctx, eval_jaxpr, get_aval,
@@ -199,7 +200,7 @@ def _warn_interpret(name: str) -> None:
                   f"TPU), so kernels (here {name!r}) run in interpret mode: the kernel is "
                   "lowered to a StableHLO loop over the grid, with the TPU's checks. Pass "
                   "interpret=True to say so explicitly and silence this warning.",
-                  stacklevel=3)
+                  stacklevel=user_stacklevel())
 
 
 def pallas_call(kernel: Callable[..., None], out_shape: Any, *, grid_spec: GridSpec | None = None,
