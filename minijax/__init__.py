@@ -26,6 +26,7 @@ from minijax import stages  # noqa: F401
 from minijax.stages import eager as _eager  # noqa: F401  (registers eager execution)
 from minijax import lax, numpy, tree_util  # noqa: F401
 from minijax import errors  # noqa: F401  (after numpy: it names jnp's NonConcreteBooleanIndexError)
+from minijax import random  # noqa: F401
 from minijax.numpy import array_methods as _array_methods
 
 _array_methods.install(Array)
@@ -41,5 +42,5 @@ __all__ = [
     "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
     "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",
-    "tree_util",
+    "random", "tree_util",
 ]
