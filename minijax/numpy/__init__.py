@@ -14,6 +14,13 @@ from minijax.numpy._dtypes_api import (
     iterable, ndim, number, object_, printoptions, promote_types, result_type,
     set_printoptions, shape, signedinteger, single, size, uint, uint1, uint2, uint4, uint8,
     uint16, uint32, uint64, unsignedinteger)
+from minijax.numpy._math import (
+    acos, acosh, allclose, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin,
+    asinh, atan, atan2, atanh, bitwise_count, bitwise_invert, bitwise_left_shift,
+    bitwise_right_shift, conj, conjugate, copysign, cosh, deg2rad, degrees, fabs, fmax, fmin,
+    frexp, gcd, heaviside, hypot, i0, imag, iscomplex, isclose, isneginf, isposinf, isreal,
+    lcm, ldexp, logaddexp, logaddexp2, modf, nan_to_num, nextafter, rad2deg, radians, real,
+    rint, signbit, sinc, sinh, spacing, trunc)
 from minijax.numpy._linalg_ops import (dot, einsum, inner, matmul, outer, tensordot,
                                        vdot)
 from minijax.numpy._indexing import (NonConcreteBooleanIndexError, _getitem,

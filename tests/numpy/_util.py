@@ -43,3 +43,50 @@ def assert_same(got, want, rtol=1e-5, atol=1e-6, check_weak=True):
                                    rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, w)
+
+
+def check_against_jax(mfun, jfun, *args, rtol=1e-5, atol=1e-6, check_weak=True, **kwargs):
+    """``mfun(*args, **kwargs)`` gives what ``jfun`` gives, or raises the exception type it
+    raises (a ``ValueError`` where jax raises one, ...). Returns the minijax result."""
+    import pytest
+    try:
+        want = jfun(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001  (any exception jax raises, minijax must raise)
+        with pytest.raises(type(e)):
+            mfun(*args, **kwargs)
+        return None
+    got = mfun(*args, **kwargs)
+    assert_same(got, want, rtol, atol, check_weak)
+    return got
+
+
+def check_many(mlib, jlib, names, *args, rtol=1e-5, atol=1e-6, call=None, **kwargs):
+    """``check_against_jax`` for many functions at once, cheaply: each function's
+    exception (if jax raises one) is compared under ``eval_shape``; the others run in
+    one jitted program per library and are compared by name. ``call(lib, name, *args)``
+    applies a function (default: ``getattr(lib, name)(*args, **kwargs)``)."""
+    import warnings
+
+    import pytest
+    if call is None:
+        def call(lib, name, *a):
+            return getattr(lib, name)(*a, **kwargs)
+    ok = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            try:
+                jax.eval_shape(lambda *a, n=name: call(jlib, n, *a), *args)
+            except Exception as e:  # noqa: BLE001
+                with pytest.raises(type(e)):
+                    minijax.eval_shape(lambda *a, n=name: call(mlib, n, *a), *args)
+                continue
+            ok.append(name)
+        got = minijax.jit(lambda *a: {n: call(mlib, n, *a) for n in ok})(*args)
+        want = jax.jit(lambda *a: {n: call(jlib, n, *a) for n in ok})(*args)
+    for n in ok:
+        try:
+            assert_same(got[n], want[n], rtol, atol)
+        except AssertionError as e:
+            raise AssertionError(f"{n}: {e}") from None
+    return ok
