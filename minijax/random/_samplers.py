@@ -159,7 +159,7 @@ def uniform(key, shape: Sequence[int] = (), dtype=None, minval=0., maxval=1., *,
     """Uniform samples in ``[minval, maxval)`` of a float dtype (default float32).
 
     >>> minijax.random.uniform(minijax.random.key(0), (2,))
-    Array([0.947667  , 0.9785799], dtype=float32)
+    Array([0.947667 , 0.9785799], dtype=float32)
     """
     words, _ = check_prng_key("uniform", key)
     _no_sharding(out_sharding)
