@@ -355,6 +355,26 @@ case("eig", lambda L, x: L.linalg.eig(x, compute_left_eigenvectors=False,
                                       compute_right_eigenvectors=False), Arg((3, 3)))
 case("eig", lambda L, x: L.linalg.eig(x, enable_eigvec_derivs=True), Arg((3, 3)),
      label="vectors", tol=1e-3)
+# (the Householder reductions, schur and cholesky_update have no derivatives, in jax either)
+case("hessenberg", lambda L, x: L.linalg.hessenberg(x), Arg((4, 4)), fwd=False, rev=False)
+case("schur", lambda L, x: L.linalg.schur(x), Arg((3, 3)), fwd=False, rev=False)
+case("tridiagonal", lambda L, x: L.linalg.tridiagonal(x), Arg((4, 4)), fwd=False, rev=False)
+_TRIU3 = np.triu(np.ones((3, 3), np.float32))
+case("cholesky_update", lambda L, r, w: L.linalg.cholesky_update(
+    L.add(L.mul(r, _TRIU3), 3 * _EYE3), w), Arg((3, 3)), Arg((3,)), fwd=False, rev=False)
+_FOUR4 = np.full((4,), 4, np.float32)
+case("tridiagonal_solve", lambda L, dl, d, du, b: L.linalg.tridiagonal_solve(
+    dl, L.add(d, _FOUR4), du, b), Arg((4,)), Arg((4,)), Arg((4,)), Arg((4, 2)))
+# (jax has no derivative rules for ormqr and symmetric_product; minijax's: ormqr is
+# linear in c, symmetric_product a quadratic form)
+_QR_H, _QR_TAUS = (np.asarray(v) for v in np.linalg.qr(np.eye(4, 3, dtype=np.float32) +
+                                                          np.arange(12.).reshape(4, 3) / 7,
+                                                          mode="raw"))
+case("ormqr", lambda L, c: L.linalg.ormqr(_QR_H.T.astype(np.float32),
+                                          _QR_TAUS.astype(np.float32), c),
+     Arg((4, 2)), jax_ad=False)
+case("symmetric_product", lambda L, a, c: L.linalg.symmetric_product(a, c, alpha=2.0, beta=0.5),
+     Arg((3, 2)), Arg((3, 3)), jax_ad=False)
 
 # convolutions and windowed reductions
 _NHWC = ("NHWC", "HWIO", "NHWC")
@@ -535,8 +555,8 @@ LINEAR = {
     "transpose", "squeeze", "concatenate", "pad", "rev", "slice", "dynamic_slice",
     "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul", "sort", "cond",
     "scan", "jit", "checkpoint", "custom_lin", "xla_metadata_value", "psum", "all_gather",
-    "ppermute", "triangular_solve", "conv_general_dilated", "reduce_window_sum",
-    "select_and_gather_add", "select_and_scatter_add",
+    "ppermute", "triangular_solve", "tridiagonal_solve", "ormqr", "conv_general_dilated",
+    "reduce_window_sum", "select_and_gather_add", "select_and_scatter_add",
 }
 
 # Rules a primitive may lack, each with the reason.
@@ -555,6 +575,10 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "geqrf": {"jvp": "differentiated through qr, as in jax"},
     "geqp3": {"jvp": "differentiated through qr, as in jax"},
     "householder_product": {"jvp": "differentiated through qr, as in jax"},
+    "hessenberg": {"jvp": "none in jax either"},
+    "schur": {"jvp": "none in jax either"},
+    "tridiagonal": {"jvp": "none in jax either"},
+    "cholesky_update": {"jvp": "none in jax either"},
     # Pallas kernel-body primitives: they only exist inside a kernel's jaxpr, which
     # pallas_call interprets or lowers as a whole (its batching rule adds a grid axis).
     "get": {"jvp": "pallas kernel body only", "batch": "pallas kernel body only",

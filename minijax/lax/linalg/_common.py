@@ -104,15 +104,14 @@ def _layout(ndim: int, column_major: bool) -> str:
 
 
 def lapack_call(ctx, target: str, operands: Sequence, results: Sequence[ShapedArray], *,
-                config: dict[str, int] | None = None,
+                config: dict | None = None,
                 aliases: dict[int, int] | None = None) -> list:
     """Emit ``stablehlo.custom_call @target`` on jaxlib's typed-FFI LAPACK kernel.
 
     Operands and results of the highest rank are passed column-major (the others,
-    e.g. pivots, row-major), as jax does. ``config`` holds the kernel's attributes,
-    each an 8-bit unsigned integer (a LAPACK option letter or an enum value), passed
-    in ``mhlo.backend_config``; ``aliases`` maps result index -> operand index for
-    results written in place of an operand.
+    e.g. pivots, row-major), as jax does. ``config`` holds the kernel's attributes
+    (spelled by ``_attr_value``), passed in ``mhlo.backend_config``; ``aliases``
+    maps result index -> operand index for results written in place of an operand.
 
     jax also tags the op with ``mhlo.frontend_attributes = {num_batch_dims = ...}``
     and a Shardy sharding rule, both for SPMD partitioning of the batch dimensions;
@@ -137,9 +136,19 @@ def lapack_call(ctx, target: str, operands: Sequence, results: Sequence[ShapedAr
             for r, o in aliases.items()) + "]"
     attrs["result_layouts"] = "[" + ", ".join(res_layouts) + "]"
     attrs["mhlo.backend_config"] = "{" + ", ".join(
-        f"{k} = {int(v)} : ui8" for k, v in sorted((config or {}).items())) + "}"
+        f"{k} = {_attr_value(v)}" for k, v in sorted((config or {}).items())) + "}"
     outs = ctx.op("stablehlo.custom_call", list(operands), list(results), attrs)
     return outs if isinstance(outs, list) else [outs]
+
+
+def _attr_value(v) -> str:
+    """A kernel attribute: a bool, an ``np.int32`` (i32) or an int (ui8: a LAPACK
+    option letter or an enum value)."""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, np.int32):
+        return f"{int(v)} : i32"
+    return f"{int(v)} : ui8"
 
 
 def char(c: str) -> int:

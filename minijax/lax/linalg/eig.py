@@ -11,6 +11,8 @@ eigenvector derivatives are opt-in (``enable_eigvec_derivs``), as in jax.
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from minijax.core import dtypes
@@ -27,6 +29,16 @@ from minijax.lax.linalg.lu import lu, lu_solve
 from minijax.lax.reduce import argmax, reduce_sum
 from minijax.lax.unary import imag, real
 from minijax.transforms.ad import Zero, tangent_aval
+
+
+
+class EigImplementation(enum.Enum):
+    """Eigendecomposition algorithm: LAPACK (the CPU one), CUSOLVER or MAGMA (GPU)."""
+
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
 
 eig_p = Primitive("eig", multiple_results=True)
 
@@ -58,7 +70,7 @@ def _eig_abstract(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
 @eig_p.def_lowering
 def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                enable_eigvec_derivs=False, implementation=None):
-    if implementation not in (None, "lapack", "LAPACK"):
+    if implementation is not None and implementation != EigImplementation.LAPACK:
         raise ValueError("Only the lapack implementation is supported on CPU.")
     aval = x.aval
     batch = aval.shape[:-2]
@@ -98,6 +110,8 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     distinct eigenvalues (see jax issue 2748). ``use_magma`` is ignored (GPU only).
     """
     del use_magma
+    if implementation is not None:
+        implementation = EigImplementation(implementation)
     return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                            compute_right_eigenvectors=bool(compute_right_eigenvectors),
                            enable_eigvec_derivs=bool(enable_eigvec_derivs),

@@ -10,6 +10,8 @@ for distinct eigenvalues, as in jax.
 
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from minijax.core import dtypes
@@ -23,6 +25,17 @@ from minijax.lax.linalg._common import (H, batch_dims, char, check_dtype, def_ba
                                         matmul, nan_unless, real_dtype, symmetrize)
 from minijax.lax.unary import integer_pow, real
 from minijax.transforms.ad import Zero, tangent_aval
+
+
+
+class EighImplementation(enum.Enum):
+    """Eigendecomposition algorithm: QR (LAPACK's, the CPU one), JACOBI (GPU/TPU) or
+    QDWH (TPU)."""
+
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
 
 eigh_p = Primitive("eigh", multiple_results=True)
 
@@ -52,8 +65,10 @@ def _eigh_abstract(x, *, lower, sort_eigenvalues, subset_by_index, algorithm=Non
 def _eigh_lower(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorithm=None):
     aval = x.aval
     _check_subset(subset_by_index, aval.shape[-1])
-    if algorithm not in (None, "qr", "QR"):
-        raise NotImplementedError(f"eigh implementation {algorithm!r} is not supported on CPU")
+    if algorithm == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
+    if algorithm == EighImplementation.JACOBI:
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
     v_aval, w_aval = ctx.avals_out
     info_aval = ShapedArray(aval.shape[:-2], np.dtype(np.int32))
     base = "heevd_ffi" if dtypes.is_complex(aval.dtype) else "syevd_ffi"
@@ -82,6 +97,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     sort_eigenvalues : bool
         Ascending order (the LAPACK kernel always sorts).
     subset_by_index : ``(start, end)`` or None; only ``(0, n)`` is supported on CPU.
+    implementation : an ``EighImplementation`` (or its value) or None; CPU has QR.
 
     Returns
     -------
@@ -92,6 +108,8 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
         x = symmetrize(x)
     if subset_by_index is not None:
         subset_by_index = (int(subset_by_index[0]), int(subset_by_index[1]))
+    if implementation is not None:
+        implementation = EighImplementation(implementation)
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
                        subset_by_index=subset_by_index, algorithm=implementation)
     return v, w

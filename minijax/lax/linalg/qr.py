@@ -8,6 +8,8 @@ Three primitives, as in jax:
   column order ``jpvt`` (1-based, as LAPACK writes it);
 - ``householder_product_p``: ``(a, taus) -> Q``, the product of the reflectors
   (``orgqr``/``ungqr``);
+- ``ormqr_p``: ``(a, taus, c) -> Q c`` (or ``Q^H c``, ``c Q``, ``c Q^H``) without
+  forming ``Q`` (``ormqr``/``unmqr``); linear in ``c``;
 - ``qr_p``: ``a -> (q, r)`` (and the column permutation with ``pivoting``),
   lowered inline as geqrf (or geqp3) then householder_product, with jax's jvp
   (including the full-matrices case of tall inputs).
@@ -25,7 +27,7 @@ from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax import binary as _b
 from minijax.lax import shape as _shape
-from minijax.lax.linalg._common import (H, T, batch_dims, block, check_dtype,
+from minijax.lax.linalg._common import (H, T, batch_dims, block, check_dtype, conj,
                                         def_batch_leading, eye, lapack_call, lapack_target,
                                         lower_fun, matmul, permute_rows, tril, triu)
 from minijax.lax.linalg.lu import lu, lu_solve
@@ -37,6 +39,7 @@ from minijax.transforms.ad import Zero, tangent_aval
 geqrf_p = Primitive("geqrf", multiple_results=True)
 geqp3_p = Primitive("geqp3", multiple_results=True)
 householder_product_p = Primitive("householder_product")
+ormqr_p = Primitive("ormqr")
 qr_p = Primitive("qr", multiple_results=True)
 
 
@@ -129,6 +132,70 @@ def householder_product(a, taus):
 
 
 def_batch_leading(householder_product_p)
+
+
+# ---- ormqr ------------------------------------------------------------------------------------
+
+@ormqr_p.def_abstract_eval
+def _ormqr_abstract(a, taus, c, *, left, transpose):
+    batch_dims("ormqr", [a, taus, c], [2, 1, 2])
+    check_dtype("ormqr", a, taus, c)
+    m = a.shape[-2]
+    if left and c.shape[-2] != m:
+        raise ValueError(f"ormqr with left=True expects c to have the same number of rows as "
+                         f"the Householder matrix a. Got a shape {a.shape[-2:]} and c shape "
+                         f"{c.shape[-2:]}.")
+    if not left and c.shape[-1] != m:
+        raise ValueError(f"ormqr with left=False expects c to have the same number of columns "
+                         f"as the Householder matrix a has rows. Got a shape {a.shape[-2:]} "
+                         f"and c shape {c.shape[-2:]}.")
+    return c
+
+
+@ormqr_p.def_lowering
+def _ormqr_lower(ctx, a, taus, c, *, left, transpose):
+    dt = a.aval.dtype
+    base = "unmqr_ffi" if dtypes.is_complex(dt) else "ormqr_ffi"
+    out, = lapack_call(ctx, lapack_target(base, dt), [a, taus, c], [c.aval],
+                       config={"left": bool(left), "transpose": bool(transpose)},
+                       aliases={0: 2})
+    return out
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q @ c`` (``left``) or ``c @ Q``, with ``Q^H`` instead of ``Q`` if ``transpose``,
+    for the ``Q`` of Householder reflectors ``(a, taus)`` as ``geqrf`` returns them,
+    without forming ``Q``."""
+    return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
+def _ormqr_jvp(primals, tangents, *, left, transpose):
+    a, taus, c = primals
+    da, dtaus, dc = tangents
+    out = ormqr_p.bind(a, taus, c, left=left, transpose=transpose)
+    if type(da) is not Zero or type(dtaus) is not Zero:
+        raise NotImplementedError("ormqr is differentiable in c only (jax has no derivative "
+                                  "rule for it)")
+    if type(dc) is Zero:
+        return out, Zero(tangent_aval(get_aval(out)))
+    return out, ormqr_p.bind(a, taus, dc, left=left, transpose=transpose)
+
+
+def _ormqr_transpose(ct, a, taus, c, *, left, transpose):
+    # c -> Q c is transposed by ct -> Q^T ct = conj(Q^H conj(ct)) (likewise on the right).
+    if type(ct) is Zero:
+        return [None, None, Zero(c.aval)]
+    flip = not transpose
+    if dtypes.is_complex(get_aval(ct).dtype):
+        out = conj(ormqr_p.bind(a, taus, conj(ct), left=left, transpose=flip))
+    else:
+        out = ormqr_p.bind(a, taus, ct, left=left, transpose=flip)
+    return [None, None, out]
+
+
+ormqr_p.def_jvp(_ormqr_jvp)
+ormqr_p.def_transpose(_ormqr_transpose)
+def_batch_leading(ormqr_p)
 
 
 # ---- qr: abstract eval and lowering ---------------------------------------------------------
