@@ -500,6 +500,9 @@ def test_every_jax_name_exists():
                not hasattr(jnp.linalg, n)]
     assert not missing, missing
     assert jnp.linalg is minijax.numpy.linalg
+    # jax.lax.linalg too, except qdwh (a TPU polar-decomposition algorithm)
+    lax_missing = {n for n in dir(jax.lax.linalg) if not n.startswith("_")} - set(dir(mlinalg))
+    assert lax_missing == {"qdwh"}, lax_missing
 
 
 # ---- errors -------------------------------------------------------------------------------------
