@@ -14,6 +14,10 @@ from minijax.core.trace import Tracer
 from minijax.runtime.array import Array
 from minijax.runtime.backend import default_backend, device_count, devices, local_devices
 from minijax.runtime.transfer import block_until_ready, device_put
+from minijax.runtime.make_array import (make_array_from_callback,
+                                        make_array_from_process_local_data,
+                                        make_array_from_single_device_arrays)
+from minijax.runtime.sharding import PartitionSpec as P, make_mesh
 from minijax.stages.api import eval_shape, make_jaxpr
 from minijax.stages.jit import jit
 from minijax.stages.pmap import pmap
@@ -27,6 +31,7 @@ from minijax.stages import eager as _eager  # noqa: F401  (registers eager execu
 from minijax import lax, numpy, tree_util  # noqa: F401
 from minijax import errors  # noqa: F401  (after numpy: it names jnp's NonConcreteBooleanIndexError)
 from minijax import random  # noqa: F401
+from minijax import debug, sharding  # noqa: F401
 from minijax.numpy import array_methods as _array_methods
 
 _array_methods.install(Array)
@@ -42,5 +47,7 @@ __all__ = [
     "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
     "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",
+    "P", "debug", "make_array_from_callback", "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays", "make_mesh", "sharding",
     "random", "tree_util",
 ]

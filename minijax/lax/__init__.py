@@ -19,6 +19,7 @@ from minijax.lax.cumulative import (associative_scan, cumlogsumexp, cummax, cumm
 from minijax.lax.dot import Precision, dot, dot_general
 from minijax.lax.fft import FftType, fft
 from minijax.lax.misc import stop_gradient
+from minijax.lax.sharding import with_sharding_constraint
 from minijax.lax.reduce import (argmax, argmin, reduce_and, reduce_max, reduce_min, reduce_or,
                                 reduce_prod, reduce_sum)
 from minijax.lax.select import clamp, select, select_n

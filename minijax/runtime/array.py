@@ -25,6 +25,7 @@ from jaxlib import _jax
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
+from minijax.runtime import sharding as _sharding
 from minijax.runtime._native import speedups
 
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
@@ -152,18 +153,64 @@ class Array(_ArrayBase):
 
     @property
     def device(self) -> _backend.Device:
-        """The device holding this array."""
+        """The device holding this array (its sharding, for an array over several)."""
         self._check_alive()
-        return self._buf._sharding._device
+        s = _sharding_of_aval.get(id(self.aval))
+        return self._buf._sharding._device if s is None else s
 
     def devices(self) -> set[_backend.Device]:
-        """The set of devices holding this array (one device)."""
+        """The set of devices holding a part of this array."""
+        s = _sharding_of_aval.get(id(self.aval))
+        if s is not None:
+            return set(s.device_set)
         return {self.device}
 
     @property
     def sharding(self):
-        """The jaxlib single-device sharding of this array."""
-        return self._buf._sharding
+        """How the array is laid out: a ``minijax.sharding.NamedSharding`` (or another
+        multi-device sharding) for a sharded array, else the ``SingleDeviceSharding``
+        of its device."""
+        s = _sharding_of_aval.get(id(self.aval))
+        return self._buf._sharding if s is None else s
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether this process holds every shard."""
+        s = _sharding_of_aval.get(id(self.aval))
+        return True if s is None else s.is_fully_addressable
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holds the whole array."""
+        s = _sharding_of_aval.get(id(self.aval))
+        return True if s is None else s.is_fully_replicated
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """This process's shards, in the sharding's device order: each a ``Shard`` with
+        ``device``, ``index`` (the slice of the global array it holds), ``replica_id``
+        and ``data`` (a single-device Array)."""
+        s = _sharding_of_aval.get(id(self.aval))
+        if s is None:
+            self._check_alive()
+            return [Shard(self.device, tuple(slice(None) for _ in self.aval.shape), 0, self)]
+        return _shards(self, s)
+
+    @property
+    def global_shards(self) -> list[Shard]:
+        """Every shard (those of other processes have ``data=None``)."""
+        s = _sharding_of_aval.get(id(self.aval))
+        if s is None:
+            return self.addressable_shards
+        local = {sh.device: sh for sh in _shards(self, s)}
+        out = []
+        for d, index, rep in _indices_with_replicas(s, self.aval.shape):
+            out.append(local.get(d) or Shard(d, index, rep, None))
+        return out
+
+    def addressable_data(self, index: int) -> Array:
+        """The single-device Array of this process's ``index``-th shard."""
+        return self.addressable_shards[index].data
 
     def block_until_ready(self) -> Array:
         """Wait until the value is computed; returns ``self``."""
@@ -194,7 +241,8 @@ class Array(_ArrayBase):
     def copy_to_host_async(self) -> None:
         """Start copying the value to host memory (a later ``np.asarray`` is then fast)."""
         self._check_alive()
-        if self._npy is not None or _host_addressable(self):
+        if (self._npy is not None or id(self.aval) in _sharding_of_aval
+                or _host_addressable(self)):
             return
         with _Locked(self), _backend.no_jax_import():
             self._check_alive()
@@ -222,6 +270,9 @@ class Array(_ArrayBase):
         self._check_alive()
         if copy:
             raise BufferError("minijax.Array.__dlpack__ does not support copy=True")
+        if id(self.aval) in _sharding_of_aval:
+            raise BufferError("DLPack exports single-device arrays only; this Array is "
+                              "sharded (export one of its addressable_shards' data)")
         # Export from an alias: jaxlib aborts if the exported PyArray itself is
         # deleted while the capsule lives; deleting ``self`` is then harmless.
         with _Locked(self):
@@ -301,6 +352,9 @@ class Array(_ArrayBase):
             dtype_str = f"dtype={self.dtype.name}, weak_type=True"
         else:
             dtype_str = f"dtype={self.dtype.name}"
+        sharding = _sharding_of_aval.get(id(self.aval))
+        if sharding is not None:  # a sharded array names its layout
+            dtype_str += f", sharding={_sharding_str(sharding)}"
         line_width = np.get_printoptions()["linewidth"]
         if self.aval.size == 0:
             s = f"[], shape={self.shape}"
@@ -338,13 +392,16 @@ _interned_elsewhere: dict[tuple[ShapedArray, Any], ShapedArray] = {}
 
 def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
     """The canonical, immortal object equal to ``aval`` for arrays on ``device``
-    (the default device if None)."""
+    (the default device if None), or laid out as ``device`` when it is a multi-device
+    sharding (``minijax.sharding.NamedSharding``...)."""
     if device is not None and device != _backend.get_backend().default_device:
         key = (aval, device)
         a = _interned_elsewhere.get(key)
         if a is None:
             a = _interned_elsewhere.setdefault(
                 key, ShapedArray(aval.shape, aval.dtype, aval.weak_type))
+            if isinstance(device, _sharding.Sharding):
+                _sharding_of_aval[id(a)] = device
         return a
     a = _interned.get(aval)
     if a is None:
@@ -403,6 +460,93 @@ def _host_addressable(arr: Array) -> bool:
     return arr._buf._sharding._device.platform == "cpu"
 
 
+# ---- sharded arrays -----------------------------------------------------------------
+#
+# A sharded Array wraps one jaxlib array holding one buffer per device (jaxlib's
+# ``GSPMDSharding`` tells it which device holds which buffer). Its minijax sharding
+# (``NamedSharding``...) is found through its aval: sharded arrays get interned avals of
+# their own per sharding (``intern_aval(aval, sharding)``), so the dispatch paths, which
+# key on aval ids, tell shardings apart at no cost, and ``_sharding_of_aval`` maps such an
+# aval's id to its sharding.
+
+_sharding_of_aval: dict[int, Any] = {}
+
+
+class Shard:
+    """One device's part of an Array: ``device``, ``index`` (a tuple of slices into the
+    global array), ``replica_id`` (0 for the first copy of that slice) and ``data`` (a
+    single-device Array, or None for another process's shard)."""
+
+    __slots__ = ("data", "device", "index", "replica_id")
+
+    def __init__(self, device, index: tuple, replica_id: int, data: Array | None):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self.data = data
+
+    def __repr__(self) -> str:
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data!r})")
+
+
+def _sharding_str(sharding) -> str:
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        return repr(sharding)
+    return f"NamedSharding(spec={spec!r}, mesh={sharding.mesh.shape})"
+
+
+def _indices_with_replicas(sharding, shape: tuple) -> list[tuple[Any, tuple, int]]:
+    seen: dict[tuple, int] = {}
+    out = []
+    for d, index in sharding.devices_indices_map(shape).items():
+        key = tuple((i.start, i.stop) for i in index)
+        rep = seen.get(key, 0)
+        seen[key] = rep + 1
+        out.append((d, index, rep))
+    return out
+
+
+def _shard_buffers(arr: Array) -> dict:
+    """device -> jaxlib single-device array, for this process's shards of ``arr``."""
+    with _Locked(arr):
+        arr._check_alive()
+        with _backend.no_jax_import():  # jaxlib's C++ looks for jax's sharding classes
+            bufs = arr._buf._arrays
+    return {b._sharding._device: b for b in bufs}
+
+
+def _shards(arr: Array, sharding) -> list[Shard]:
+    bufs = _shard_buffers(arr)
+    aval = arr.aval
+    out = []
+    for d, index, rep in _indices_with_replicas(sharding, aval.shape):
+        b = bufs.get(d)
+        if b is None:
+            continue
+        shape = tuple(len(range(*i.indices(n))) for i, n in zip(index, aval.shape))
+        shard_aval = intern_aval(ShapedArray(shape, aval.dtype, aval.weak_type), d)
+        out.append(Shard(d, index, rep, _wrap(b, shard_aval)))
+    return out
+
+
+def _gather(arr: Array, sharding) -> np.ndarray:
+    """The whole value of a sharded array, assembled on the host (read-only)."""
+    if not sharding.is_fully_addressable:
+        raise RuntimeError(
+            "this Array is spread over several processes; only its addressable_shards "
+            "can be read here (gather it first, e.g. with a jit whose out_shardings "
+            "replicate it)")
+    aval = arr.aval
+    out = np.empty(aval.shape, aval.dtype)
+    for shard in _shards(arr, sharding):
+        if shard.replica_id == 0:
+            out[shard.index] = to_numpy(shard.data)
+    out.flags.writeable = False
+    return out
+
+
 def to_numpy(arr: Array) -> np.ndarray:
     """The value of ``arr`` as a read-only numpy array.
 
@@ -432,6 +576,14 @@ def to_numpy(arr: Array) -> np.ndarray:
     if view is not None:
         _check_exported(aval, view.shape, view.itemsize)
         return np.asarray(view)
+    sharding = _sharding_of_aval.get(id(aval))
+    if sharding is not None:  # several shards: assembled once, then cached
+        npy = _gather(arr, sharding)
+        with _Locked(arr):
+            if buf.is_deleted():
+                raise RuntimeError(arr._deleted_message())
+            arr._npy = npy
+        return npy
     if _host_addressable(arr):
         npy = _cpu_copy_via_dlpack(arr)
         if npy is not None:

@@ -24,7 +24,9 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.lru import LRUCache
 from minijax.runtime import backend as _backend
-from minijax.runtime.array import Array, _Locked, _wrap, intern_aval, to_numpy
+from minijax.runtime import sharding as _sharding
+from minijax.runtime.array import (Array, _Locked, _sharding_of_aval, _wrap, intern_aval,
+                                   to_numpy)
 
 __all__ = ["block_until_ready", "device_put", "put_numpy", "to_numpy"]
 
@@ -172,8 +174,15 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
     Accepts numpy arrays and scalars, Python scalars (``int``/``float``/``complex``
     become weakly typed), nested lists/tuples of numbers, objects with
     ``__array__``, and ``Array`` (returned as is when already on ``device``,
-    else copied).
+    else copied). ``device`` may also be a sharding: a ``SingleDeviceSharding``
+    means its device; a ``NamedSharding`` puts one buffer per device holding that
+    device's slice (see ``put_sharded``).
     """
+    if device is not None and not isinstance(device, _backend.Device):
+        if isinstance(device, _sharding.Sharding):
+            return put_sharded(x, device)
+        if isinstance(device, _jax.SingleDeviceSharding):
+            device = device._device
     t = type(x)
     if t is Array:
         if device is None:
@@ -203,7 +212,72 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
                     f"array value: {x!r}")
 
 
+def _host_value(x: Any) -> tuple[np.ndarray, bool]:
+    """``x`` as a host array of its canonical dtype, and whether it is weakly typed."""
+    if type(x) is Array:
+        return to_numpy(x), x.aval.weak_type
+    if type(x) in _PY_SCALARS or (isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic)):
+        return np.asarray(to_numpy(device_put(x))), type(x) is not bool
+    value = np.asarray(x)
+    if value.dtype == object:
+        raise TypeError(f"device_put: a value of type {type(x).__name__} is not a valid "
+                        f"minijax array value: {x!r}")
+    cdt = _canonical(value.dtype, config.enable_x64)
+    return (value if value.dtype == cdt else value.astype(cdt)), False
+
+
+def put_sharded(x: Any, sharding: Any) -> Array:
+    """Lay ``x`` out over the devices of ``sharding``: each device of this process gets
+    one buffer holding its slice (``sharding.devices_indices_map``), not a copy of the
+    whole value (unless the sharding replicates it). An Array already laid out so is
+    returned as it is; others go through the host.
+
+    Raises ``ValueError`` when the sharding does not fit the value's shape.
+    """
+    if type(x) is Array:
+        x._check_alive()
+        if _sharding_of_aval.get(id(x.aval)) == sharding:
+            return x
+    value, weak = _host_value(x)
+    return put_shards(value, weak, sharding)
+
+
+def put_shards(value: np.ndarray, weak: bool, sharding: Any) -> Array:
+    """The sharded Array of the host array ``value`` (canonical dtype) under ``sharding``."""
+    shape = value.shape
+    _sharding.check_sharding_shape(sharding, shape, "device_put: an array")
+    index_map = sharding.addressable_devices_indices_map(shape)
+    devices = list(index_map)
+    slices = [np.ascontiguousarray(value[i]) if i else value for i in index_map.values()]
+    return from_shards(slices, devices, ShapedArray(shape, value.dtype, weak), sharding)
+
+
+def from_shards(shards: list, devices: list, aval: ShapedArray, sharding: Any) -> Array:
+    """The sharded Array whose buffer on ``devices[i]`` is ``shards[i]``: host arrays, or
+    jaxlib single-device arrays on that device whose shape the caller checked."""
+    expected = sharding.shard_shape(aval.shape)
+    for d, sh in zip(devices, shards):
+        shape = tuple(sh.shape) if isinstance(sh, np.ndarray) else expected
+        if shape != expected:
+            raise ValueError(f"the shard for {d} has shape {shape}, but {sharding} lays out "
+                             f"{aval.str_short()} in shards of shape {expected}")
+    interned = intern_aval(aval, sharding)
+    jsharding = _sharding.jaxlib_sharding(sharding, len(aval.shape))
+    # One transfer per device, then one jaxlib array over all of them (jaxlib's batched
+    # put of several shards fails on partially replicated layouts).
+    x64 = config.enable_x64
+    shard_aval = ShapedArray(expected, aval.dtype, aval.weak_type)
+    bufs = [sh if isinstance(sh, _jax.ArrayImpl) else
+            _batched_device_put(shard_aval, _sharding_for(d), [sh], [d], True, False, _COPY,
+                                x64)
+            for d, sh in zip(devices, shards)]
+    buf = _jax.ArrayImpl(interned, jsharding, bufs, True, _skip_checks=True)
+    return _wrap(buf, interned)
+
+
 def _copy_array(x: Array, device) -> Array:
+    if id(x.aval) in _sharding_of_aval:  # from a sharded layout to one device: via the host
+        return put_numpy(np.array(to_numpy(x)), x.aval.weak_type, device, owned=True)
     device, s = _target(device)
     buf = x._buf
     with _Locked(x):  # a delete() in another thread waits for the copy

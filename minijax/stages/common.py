@@ -165,8 +165,11 @@ def call_device(args: Sequence[Any]):
     arrays; constants and cotangent seeds are made there); Arrays on two different
     non-default devices are a ValueError, as jax refuses arguments committed to
     different devices.
+
+    Sharded Arrays among ``args`` make it a ``Placement`` (``stages/sharded.py``): the
+    computation is partitioned over their devices.
     """
-    from minijax.runtime.backend import default_device
+    from minijax.runtime.backend import Device, default_device
     home = default_device()
     device = None
     for x in args:
@@ -174,6 +177,9 @@ def call_device(args: Sequence[Any]):
             d = x.device  # RuntimeError for a deleted array
             if d == home or d == device:
                 continue
+            if type(d) is not Device:  # a sharded array: its sharding
+                from minijax.stages.sharded import placement_of
+                return placement_of(args)
             if device is not None:
                 raise ValueError(
                     f"arguments are on different devices ({device} and {d}, the latter "

@@ -30,6 +30,8 @@ from minijax.runtime import compile_options as _options
 from minijax.runtime import executable as _rt_exe
 from minijax.runtime.array import intern_aval
 from minijax.runtime.backend import get_backend
+from minijax.runtime.sharded_executable import compile_sharded
+from minijax.runtime.sharding import Placement
 
 logger = logging.getLogger("minijax")
 
@@ -56,6 +58,8 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
     ``tf.aliasing_output`` in the text); the runtime marks them when they are reused.
     """
     options = normalize_options(compiler_options)
+    if isinstance(device, Placement):  # partitioned over several devices (no disk cache)
+        return compile_sharded(text, out_avals, device, options=options, donated=donated)
     backend = get_backend()
     if device is None:
         device = backend.default_device

@@ -12,9 +12,10 @@ from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.stages.common import abstractify, call_device, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
+from minijax.stages.sharded import Placement, interned_ids, sharding_attrs
 from minijax.stages.jit import Wrapped, compile_module, to_buffers
 from minijax.lowering.lower import lower_module
-from minijax.runtime.array import Array, intern_aval
+from minijax.runtime.array import Array
 from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_constant
 from minijax.tree_util import tree_flatten
 
@@ -46,7 +47,10 @@ def _build(prim, avals, params, device=None):
     outvars = [Var(a) for a in out_list]
     eqn = JaxprEqn(prim, invars, outvars, params)
     closed = ClosedJaxpr(Jaxpr([], invars, outvars, [eqn]), [])
-    text = lower_module(closed, module_name=f"jit_{prim.name}", name_prefix=f"jit({prim.name})")
+    extra = (sharding_attrs(device, avals, out_list) if isinstance(device, Placement)
+             else {})  # sharded arguments: partitioned over their devices
+    text = lower_module(closed, module_name=f"jit_{prim.name}", name_prefix=f"jit({prim.name})",
+                        **extra)
     return compile_module(text, out_list, name=prim.name, device=device)
 
 
@@ -97,7 +101,7 @@ def _apply(prim, args, params):
         exe = _build(prim, avals, params, device)
         if key is not None:
             _cache[key] = exe
-            ids = tuple(id(intern_aval(a, device)) for a in avals)
+            ids = interned_ids(avals, device)
             _fast[(prim, ids, *params.items())] = exe.runner(
                 None if prim.multiple_results else _LEAF)
     try:

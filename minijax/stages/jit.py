@@ -38,7 +38,7 @@ from minijax.core.lru import LRUCache
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.lowering.lower import lower_module
-from minijax.runtime.array import Array, intern_aval
+from minijax.runtime.array import Array
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
                                    argnums_tuple, call_device, check_argnames, check_argnums,
@@ -47,6 +47,8 @@ from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
                                      normalize_options, warn_unused_donations)
 from minijax.stages.jit_primitive import jit_p
+from minijax.stages.sharded import (Placement, interned_ids, placement_of, put_args,
+                                    sharding_attrs)
 from minijax.tree_util import tree_flatten, tree_flatten_with_path
 
 logger = logging.getLogger("minijax")
@@ -58,7 +60,10 @@ __all__ = ["Wrapped", "compile_closed_jaxpr", "compile_module", "execute", "jit"
 # ---- compiling and running ------------------------------------------------------------
 
 def compile_closed_jaxpr(closed: ClosedJaxpr, name: str, device=None):
-    text = lower_module(closed, module_name=module_name(name), name_prefix=f"jit({name})")
+    extra = (sharding_attrs(device, closed.in_avals, closed.out_avals)
+             if isinstance(device, Placement) else {})
+    text = lower_module(closed, module_name=module_name(name), name_prefix=f"jit({name})",
+                        **extra)
     return compile_module(text, closed.out_avals, num_args=len(closed.in_avals), name=name,
                           device=device)
 
@@ -68,6 +73,8 @@ def to_buffers(args: Iterable[Any], device=None) -> list:
     Arrays are used as they are); other values, and Arrays elsewhere, are put there."""
     if device is None:
         return [x._buf if type(x) is Array else device_put(x)._buf for x in args]
+    if isinstance(device, Placement):  # sharded over several devices
+        return put_args(args, device)
     return [x._buf if type(x) is Array and x.device == device else device_put(x, device)._buf
             for x in args]
 
@@ -202,7 +209,7 @@ class Wrapped(DispatchBase):
     def __init__(self, fun: Callable, *, static_argnums=(), static_argnames=(),
                  donate_argnums=(), donate_argnames=(), inline: bool = False,
                  compiler_options: dict | None = None, keep_unused: bool = False,
-                 device=None, backend=None):
+                 device=None, backend=None, in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r}")
         functools.update_wrapper(self, fun)
@@ -231,6 +238,10 @@ class Wrapped(DispatchBase):
         self._donate_argnums = dnums
         self._donate_argnames = dnames
         self._simple = not snums and not snames and not dnums and not dnames
+        # (in_shardings, out_shardings) as given (pytree prefixes), or None for neither
+        self._shardings = (None if in_shardings is None and out_shardings is None
+                           else (_check_shardings(in_shardings, "in_shardings"),
+                                 _check_shardings(out_shardings, "out_shardings")))
         self._call_metadata: tuple = ()  # attributes of the call op (must_fuse_call)
         self._fast: dict = {}  # ids of the (interned) avals of positional Arrays -> run
         self._tree_fast: dict = {}  # (tree, *ids of interned avals) -> run
@@ -401,14 +412,17 @@ class Wrapped(DispatchBase):
                         raise_if_deleted(leaves)
                         raise
             entry, leaves = self._entry(args, kwargs)
-            device = call_device(leaves)  # None: the default device
+            if self._shardings is not None:  # jit(in_shardings=, out_shardings=)
+                device = self._placement(entry, leaves)
+            else:
+                device = call_device(leaves)  # None: the default device; or a Placement
             if self._device is not None:
                 device = _placed(self._name, self._device, device)
             call = entry.calls.get((ctx, device))
             if call is None:
                 call = entry.calls[ctx, device] = self._compile(entry, ctx, device)
             if fast:  # the avals of device arrays will be these (interned) objects
-                ids = tuple(id(intern_aval(a, device)) for a in entry.in_avals)
+                ids = interned_ids(entry.in_avals, device)
                 self._tree_fast[(entry.in_tree, *ids)] = call.run
                 if (not kwargs and entry.in_tree == _flat_treedef(len(args))
                         and self._positional_fast_path_ok(entry.in_avals)):
@@ -434,7 +448,7 @@ class Wrapped(DispatchBase):
         return True
 
     def _compile(self, entry: _Entry, ctx, device=None) -> _Call:
-        text = self._lower_text(entry, ctx.metadata)
+        text = self._lower_text(entry, ctx.metadata, device)
         try:
             exe = compile_module(text, entry.out_avals, self._compiler_options,
                                  len(entry.in_avals), donated=entry.aliased_inputs,
@@ -466,22 +480,47 @@ class Wrapped(DispatchBase):
                           call_metadata=self._call_metadata)
         return entry.out_tree.unflatten(outs)
 
-    def _lower_text(self, entry: _Entry, outer_metadata: tuple = ()) -> str:
+    def _lower_text(self, entry: _Entry, outer_metadata: tuple = (), placement=None) -> str:
         if entry.unused_donations:
             warn_unused_donations(entry.in_avals, entry.unused_donations)
+        extra = {"arg_attrs": alias_arg_attrs(entry.aliases)}
+        if isinstance(placement, Placement):  # mhlo.sharding per parameter (and result)
+            extra = sharding_attrs(placement, entry.in_avals, entry.out_avals,
+                                   extra["arg_attrs"])
         return lower_module(entry.closed, module_name=module_name(self._name),
                             name_prefix=f"jit({self._name})", arg_names=entry.arg_names,
                             result_names=result_names(entry.out_paths),
-                            arg_attrs=alias_arg_attrs(entry.aliases),
-                            outer_metadata=outer_metadata)
+                            outer_metadata=outer_metadata, **extra)
+
+    def _placement(self, entry: _Entry, leaves: Sequence[Any]):
+        """The placement of a call of a ``jit`` given ``in_shardings``/``out_shardings``."""
+        in_spec, out_spec = self._shardings
+        ins = None
+        if in_spec is not None:
+            ins = _prefix_to_leaves(in_spec, entry.in_tree.unflatten(range(len(leaves)))[0],
+                                    len(leaves), "in_shardings", self._name)
+        outs = None
+        if out_spec is not None:
+            n = len(entry.out_avals)
+            outs = _prefix_to_leaves(out_spec, entry.out_tree.unflatten(range(n)), n,
+                                     "out_shardings", self._name)
+        placement = placement_of(leaves, ins, outs)
+        if placement is None:
+            return call_device(leaves)
+        return placement
 
     # -- AOT API
 
     @api_boundary
     def trace(self, *args, **kwargs):
         from minijax.stages.stages import Traced
-        entry, _ = self._entry(args, kwargs, allow_shape_dtype=True)
-        return Traced(self, entry)
+        entry, leaves = self._entry(args, kwargs, allow_shape_dtype=True)
+        traced = Traced(self, entry)
+        # Sharded arguments or in/out_shardings: lowered and compiled for their devices.
+        placement = (self._placement(entry, leaves) if self._shardings is not None
+                     else call_device(leaves))
+        traced._placement = placement if isinstance(placement, Placement) else None
+        return traced
 
     @api_boundary
     def lower(self, *args, **kwargs):
@@ -570,6 +609,50 @@ def donation_site(name: str) -> str:
     return f"to jit({name}){where}"
 
 
+def _check_shardings(spec: Any, what: str) -> Any:
+    """``spec`` unless something in it is neither a sharding, None nor a container."""
+    from minijax.runtime.sharding import is_sharding
+    leaves = [spec] if is_sharding(spec) or spec is None else tree_flatten(
+        spec, is_leaf=lambda x: x is None or is_sharding(x))[0]
+    for s in leaves:
+        if s is not None and not is_sharding(s):
+            raise TypeError(f"jit {what} must be shardings (NamedSharding, "
+                            f"SingleDeviceSharding), None, or pytrees of them; got {s!r}")
+    return spec
+
+
+def _prefix_to_leaves(prefix: Any, structure: Any, n: int, what: str, name: str) -> list:
+    """One sharding (or None) per leaf: ``prefix`` is a pytree prefix of ``structure``,
+    whose leaves are the leaf numbers ``0..n-1``."""
+    from minijax.runtime.sharding import is_sharding
+    out: list = [None] * n
+
+    def walk(p, sub, where):
+        if p is None or is_sharding(p):
+            for i in tree_flatten(sub)[0]:
+                out[i] = p
+            return
+        if isinstance(p, (tuple, list)) and isinstance(sub, (tuple, list)) \
+                and len(p) == len(sub):
+            for k, (a, b) in enumerate(zip(p, sub)):
+                walk(a, b, f"{where}[{k}]")
+            return
+        if isinstance(p, dict) and isinstance(sub, dict) and set(p) == set(sub):
+            for k in p:
+                walk(p[k], sub[k], f"{where}[{k!r}]")
+            return
+        raise ValueError(f"jit({name}) {what}{where}: {p!r} is not a pytree prefix of the "
+                         f"{'arguments' if what == 'in_shardings' else 'outputs'} "
+                         f"(structure {sub!r})")
+    if what == "in_shardings" and isinstance(prefix, list):
+        prefix = tuple(prefix)
+    if what == "in_shardings" and isinstance(prefix, tuple) and len(prefix) != len(structure):
+        raise ValueError(f"jit({name}) in_shardings has {len(prefix)} entries but the "
+                         f"function was called with {len(structure)} positional arguments")
+    walk(prefix, structure, "")
+    return out
+
+
 def _remap_path(path: tuple, dyn_nums: Sequence[int]) -> tuple:
     """A path into (dyn_args, dyn_kwargs) -> the same path into (args, kwargs)."""
     if len(path) >= 2 and getattr(path[0], "idx", None) == 0:
@@ -595,13 +678,16 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         static_argnames: str | Iterable[str] = (), donate_argnums: int | Sequence[int] = (),
         donate_argnames: str | Iterable[str] = (), inline: bool = False,
         compiler_options: dict | None = None, keep_unused: bool = False, device=None,
-        backend=None) -> Wrapped:
+        backend=None, in_shardings=None, out_shardings=None) -> Wrapped:
     """Compile ``fun`` with XLA; mirrors ``jax.jit``.
 
     ``donate_argnums``/``donate_argnames``: arguments whose buffers an output may
     reuse; a donated ``Array`` is deleted by the call. ``compiler_options``: XLA
     options for this function (see ``minijax.runtime.compile_options``), checked
-    here.
+    here. ``in_shardings``/``out_shardings``: the layouts of the arguments and results
+    (a sharding, or a pytree prefix of shardings and None; see ``minijax.sharding``):
+    arguments are moved there, the program is partitioned over the devices by XLA's
+    SPMD partitioner, and results stay sharded. Sharded Array arguments imply the same.
 
     >>> f = minijax.jit(lambda x: minijax.numpy.sin(x) * 2)
     >>> f(1.0)
@@ -612,8 +698,9 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  donate_argnames=donate_argnames, inline=inline,
                                  compiler_options=compiler_options, keep_unused=keep_unused,
-                                 device=device, backend=backend)
+                                 device=device, backend=backend, in_shardings=in_shardings,
+                                 out_shardings=out_shardings)
     return Wrapped(fun, static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames, inline=inline,
                    compiler_options=compiler_options, keep_unused=keep_unused, device=device,
-                   backend=backend)
+                   backend=backend, in_shardings=in_shardings, out_shardings=out_shardings)

@@ -9,10 +9,11 @@ from minijax.core.trace import Tracer
 from minijax.core.traceback_util import (add_xla_error_source, api_boundary, process_exception,
                                          register_boundary, user_stacklevel)
 from minijax.lowering import mlir
-from minijax.runtime.array import Array, intern_aval
+from minijax.runtime.array import Array
 from minijax.runtime.backend import get_backend
 from minijax.stages.common import abstractify, check_on_default_device, raise_if_deleted
 from minijax.stages.dispatch import DispatchBase, make_constants
+from minijax.stages.sharded import interned_ids
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import tree_flatten
 
@@ -90,8 +91,11 @@ class Traced(_StageInfo):
             raise ValueError(f"cannot lower {self._entry.name}: it closes over traced values of "
                              "an enclosing transformation")
         from minijax.core.trace import current_ctx
-        return Lowered(self._wrapped, self._entry,
-                       self._wrapped._lower_text(self._entry, current_ctx().metadata))
+        placement = getattr(self, "_placement", None)
+        lowered = Lowered(self._wrapped, self._entry, self._wrapped._lower_text(
+            self._entry, current_ctx().metadata, placement))
+        lowered._placement = placement
+        return lowered
 
 
 class Lowered(_StageInfo):
@@ -155,9 +159,11 @@ class Lowered(_StageInfo):
         opts = dict(self._wrapped._compiler_options)
         opts.update(normalize_options(compiler_options))
         entry = self._entry
+        placement = getattr(self, "_placement", None)  # sharded: partitioned over devices
         try:
             exe = compile_module(self._text, entry.out_avals, opts, len(entry.in_avals),
-                                 donated=entry.aliased_inputs, name=entry.name)
+                                 donated=entry.aliased_inputs, name=entry.name,
+                                 device=placement)
         except Exception as e:  # XLA's errors carry the locations of the equations
             add_xla_error_source(e, entry.closed.jaxpr, self._text)
             raise
@@ -182,7 +188,8 @@ class Compiled(_StageInfo, DispatchBase):
         # The fast path: no kwargs, positional leaves only, nothing donated.
         flat = (not entry.has_donation and
                 entry.in_tree == tree_flatten((tuple(range(len(entry.in_avals))), {}))[1])
-        self._fast = {tuple(id(intern_aval(a)) for a in entry.in_avals): self._run} if flat \
+        self._placement = getattr(exe, "placement", None)  # a ShardedExecutable's
+        self._fast = {interned_ids(entry.in_avals, self._placement): self._run} if flat \
             else {}
 
     @property
@@ -195,8 +202,29 @@ class Compiled(_StageInfo, DispatchBase):
 
 
     def as_text(self) -> str:
-        """The optimized HLO XLA compiled."""
+        """The optimized HLO XLA compiled (for a sharded computation: the per-device
+        program XLA's SPMD partitioner made, with its collectives)."""
         return self._exe.hlo_text()
+
+    @property
+    def input_shardings(self):
+        """``(positional, keyword)`` pytrees of the arguments' shardings."""
+        if self._placement is None:
+            from minijax.runtime.backend import default_device, sharding_for
+            ins = [sharding_for(default_device())] * len(self._entry.in_avals)
+        else:
+            ins = list(self._placement.in_shardings)
+        return self._entry.in_tree.unflatten(ins)
+
+    @property
+    def output_shardings(self):
+        """A pytree like the outputs of their shardings."""
+        if self._placement is None:
+            from minijax.runtime.backend import default_device, sharding_for
+            outs = [sharding_for(default_device())] * len(self._entry.out_avals)
+        else:
+            outs = list(self._exe.out_shardings)
+        return self._entry.out_tree.unflatten(outs)
 
     def cost_analysis(self) -> dict:
         """XLA's estimate for the optimized executable (``flops``, ``bytes accessed``,
@@ -241,12 +269,13 @@ class Compiled(_StageInfo, DispatchBase):
                     raise TypeError(
                         f"Argument {self._arg_name(i)} of {entry.name} was compiled for "
                         f"{expected.str_short()} but called with {got.str_short()}")
-            check_on_default_device(leaves)
+            if self._placement is None:
+                check_on_default_device(leaves)
             from minijax.stages.jit import donation_site, to_buffers
-            if self._fast and not kwargs:
+            if self._fast and not kwargs and self._placement is None:
                 make_constants(args)
             try:
-                out = self._run(to_buffers(leaves))
+                out = self._run(to_buffers(leaves, self._placement))
             except Exception:
                 raise_if_deleted(leaves)
                 raise

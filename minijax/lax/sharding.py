@@ -1,0 +1,81 @@
+"""sharding_constraint: the identity, with a layout asked of XLA's partitioner.
+
+``with_sharding_constraint(x, sharding)`` inside a jitted function lowers to
+``stablehlo.custom_call @Sharding(%x) {mhlo.sharding = "..."}``, which GSPMD reads
+as "lay the value out this way here". The sharding object (a
+``minijax.sharding.NamedSharding``) is the primitive's parameter; this module only
+relies on its ``hlo_text(ndim)`` and, for vmap, its ``spec``/``with_spec``. Called
+eagerly it moves the array there (``minijax.stages.sharded`` sets that rule).
+"""
+
+from __future__ import annotations
+
+from minijax.core.trace import Primitive, get_aval
+from minijax.lowering.types import string_attr
+
+sharding_constraint_p = Primitive("sharding_constraint")
+
+
+@sharding_constraint_p.def_abstract_eval
+def _sharding_constraint_abstract(x, *, sharding):
+    return x
+
+
+@sharding_constraint_p.def_lowering
+def _sharding_constraint_lower(ctx, x, *, sharding):
+    aval = ctx.avals_out[0]
+    attrs = {"call_target_name": '"Sharding"',
+             "mhlo.sharding": string_attr(sharding.hlo_text(len(aval.shape)))}
+    return ctx.op("stablehlo.custom_call", [x], aval, attrs)
+
+
+def with_sharding_constraint(x, shardings):
+    """``x`` (a pytree), with each leaf laid out as ``shardings`` (one sharding for
+    every leaf, or a pytree like ``x``) from here on; the values are unchanged."""
+    from minijax import tree_util
+    leaves, tree = tree_util.tree_flatten(x)
+    if hasattr(shardings, "hlo_text"):
+        per_leaf = [shardings] * len(leaves)
+    else:
+        per_leaf = tree.flatten_up_to(shardings) if hasattr(tree, "flatten_up_to") else \
+            tree_util.tree_flatten(shardings, is_leaf=lambda s: hasattr(s, "hlo_text"))[0]
+    if len(per_leaf) != len(leaves):
+        raise ValueError(f"with_sharding_constraint: {len(per_leaf)} shardings for "
+                         f"{len(leaves)} arrays")
+    outs = []
+    for leaf, s in zip(leaves, per_leaf):
+        if not hasattr(s, "hlo_text"):
+            raise TypeError(f"with_sharding_constraint expects shardings "
+                            f"(minijax.sharding.NamedSharding), got {s!r}")
+        spec = getattr(s, "spec", None)
+        ndim = len(get_aval(leaf).shape)
+        if spec is not None and len(spec) > ndim:
+            raise ValueError(f"with_sharding_constraint: {spec} has more entries than the "
+                             f"{ndim} dimensions of the value")
+        outs.append(sharding_constraint_p.bind(leaf, sharding=s))
+    return tree.unflatten(outs)
+
+
+# ---- transformation rules ----------------------------------------------------------------
+
+from minijax.transforms.ad import defjvp_linear  # noqa: E402
+
+
+def _sharding_constraint_transpose(ct, x, *, sharding):
+    return [sharding_constraint_p.bind(ct, sharding=sharding)]
+
+
+def _sharding_constraint_batch(trace, vals, dims, *, sharding):
+    (x,), (b,) = vals, dims
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        raise NotImplementedError(f"vmap of with_sharding_constraint with {sharding}")
+    ndim = len(get_aval(x).shape) - 1
+    parts = list(spec) + [None] * (ndim - len(spec))
+    parts.insert(b, None)  # the batch dimension is not split
+    return sharding_constraint_p.bind(x, sharding=sharding.with_spec(type(spec)(*parts))), b
+
+
+defjvp_linear(sharding_constraint_p)
+sharding_constraint_p.def_transpose(_sharding_constraint_transpose)
+sharding_constraint_p.def_batch(_sharding_constraint_batch)

@@ -1,0 +1,136 @@
+"""Executables partitioned by XLA's SPMD partitioner over several devices.
+
+A module whose parameters (and perhaps results) carry ``mhlo.sharding`` attributes
+is compiled with ``num_partitions = len(devices)`` and SPMD partitioning on: XLA
+splits the program into one per-device program and inserts the collectives it needs
+(GSPMD). Arguments are sharded Arrays (one jaxlib array over all devices, one buffer
+per device); outputs come back the same way, laid out as the compiled program says
+(``get_output_shardings``), without gathering.
+
+Example::
+
+    >>> exe = compile_sharded(text, out_avals, placement)
+    >>> exe.execute([x._buf])        # x: a sharded Array
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax, xla_client
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.runtime import backend as _backend
+from minijax.runtime import compile_options as _options
+from minijax.runtime import lapack as _lapack
+from minijax.runtime import limits as _limits
+from minijax.runtime import sharding as _sharding
+from minijax.runtime.array import intern_aval
+from minijax.runtime.executable import Executable, _counts, _make_execute
+
+__all__ = ["ShardedExecutable", "compile_sharded", "sharded_compile_options"]
+
+
+def sharded_compile_options(devices: Sequence, num_args: int,
+                            out_given: Sequence[bool]) -> xla_client.CompileOptions:
+    """Options for one program partitioned over ``devices`` (partition ``i`` on
+    ``devices[i]``); XLA chooses the layout of outputs whose ``out_given`` is False."""
+    opts = xla_client.CompileOptions()
+    opts.num_replicas = 1
+    opts.num_partitions = len(devices)
+    opts.device_assignment = xla_client.DeviceAssignment.create(
+        np.array([[d.id for d in devices]]))
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = False  # the module carries GSPMD (mhlo.sharding) attributes
+    build.allow_spmd_sharding_propagation_to_parameters = [False] * num_args
+    build.allow_spmd_sharding_propagation_to_output = [not g for g in out_given] or [False]
+    return opts
+
+
+class ShardedExecutable(Executable):
+    """A loaded executable partitioned over ``placement.devices``.
+
+    ``in_shardings``/``out_shardings``: the layout of each parameter and result
+    (minijax shardings); ``execute(bufs)`` takes the arguments' jaxlib arrays, laid out
+    as ``in_shardings``, and returns sharded Arrays.
+    """
+
+    __slots__ = ("placement", "in_shardings", "out_shardings")
+
+    def __init__(self, loaded: Any, out_avals: Sequence[ShapedArray],
+                 backend: _backend.Backend, placement: _sharding.Placement,
+                 donated: Sequence[int] = ()):
+        self.loaded = loaded
+        self.backend = backend
+        self.donated = tuple(donated)
+        self._code_size = None
+        self.placement = placement
+        self.in_shardings = placement.in_shardings
+        hlos = [xla_client.HloSharding.from_proto(p) for p in loaded.get_output_shardings()]
+        if len(hlos) != len(out_avals):  # one tuple sharding for all results
+            hlos = [hlos[0]] * len(out_avals) if len(hlos) == 1 else hlos
+        wanted = placement.out_shardings or (None,) * len(out_avals)
+        candidates = [s for s in (*wanted, *placement.in_shardings) if s is not None]
+        outs = []
+        for a, hlo, want in zip(out_avals, hlos, wanted):
+            if want is not None and want._to_xla_hlo_sharding(len(a.shape)) == hlo:
+                outs.append(want)
+            else:
+                outs.append(_sharding.sharding_from_hlo(hlo, placement.devices, len(a.shape),
+                                                        candidates))
+        self.out_shardings = tuple(outs)
+        self.out_avals = [intern_aval(ShapedArray(a.shape, a.dtype, a.weak_type), s)
+                          for a, s in zip(out_avals, outs)]
+        if any(a.dtype == dtypes.float0 for a in self.out_avals):
+            raise NotImplementedError("float0 results of sharded computations")
+        self._handlers = [
+            _jax.array_result_handler(a, _sharding.jaxlib_sharding(s, len(a.shape)), True,
+                                      _skip_checks=True)
+            for a, s in zip(self.out_avals, outs)]
+        self.execute = _make_execute(loaded.execute_sharded, self._handlers,
+                                     tuple(self.out_avals))
+
+    @property
+    def device(self):
+        return self.placement.devices[0]
+
+    @property
+    def devices(self) -> tuple:
+        return self.placement.devices
+
+    def __call__(self, *args):
+        bufs = []
+        for a in args:
+            a._check_alive()
+            bufs.append(a._buf)
+        return self.execute(bufs)
+
+    def __repr__(self) -> str:
+        outs = ", ".join(a.str_short() for a in self.out_avals)
+        return f"ShardedExecutable(({outs}) on {len(self.placement.devices)} devices)"
+
+
+def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
+                    placement: _sharding.Placement, *, options: tuple = (),
+                    donated: Sequence[int] = ()) -> ShardedExecutable:
+    """Compile a module annotated with ``mhlo.sharding`` for ``placement``'s devices."""
+    devices = placement.devices
+    backend = _backend.backend_of(devices[0])
+    given = [s is not None for s in (placement.out_shardings or (None,) * len(out_avals))]
+    opts = sharded_compile_options(devices, len(placement.in_shardings), given)
+    _options.apply(opts, options)
+    _limits.check_module(module)
+    _lapack.register_if_used(module)
+    try:
+        loaded = backend.client.compile_and_load(module, _jax.DeviceList(devices), opts)
+    except _jax.JaxRuntimeError as e:
+        bad_option = _options.as_value_error(e)
+        if bad_option is not None:
+            raise bad_option from None
+        raise
+    _counts["compile"] += 1
+    return ShardedExecutable(loaded, out_avals, backend, placement, donated)

@@ -1,0 +1,636 @@
+"""Shardings: how an array's elements are laid out over devices.
+
+``Mesh`` names the axes of an n-d grid of devices; ``PartitionSpec`` says, per array
+dimension, which mesh axes split it; ``NamedSharding(mesh, spec)`` is the pair.
+``SingleDeviceSharding`` is jaxlib's own class (every unsharded array has one), with
+the same query methods added. ``HloShardingOnDevices`` covers layouts that XLA's
+partitioner chose and that no ``PartitionSpec`` over the mesh describes.
+
+Every sharding here can say, for a global shape, which slice each device holds
+(``devices_indices_map``), and gives the two things jaxlib and XLA need: an
+``HloSharding`` (``_to_xla_hlo_sharding(ndim)``, written into modules as
+``mhlo.sharding``) and a device list in the order the HLO sharding numbers devices
+(``_device_assignment``). jaxlib's buffers of a sharded array carry a jaxlib
+``GSPMDSharding`` made from the two (``jaxlib_sharding``).
+
+Example::
+
+    >>> mesh = Mesh(np.array(devices()[:8]).reshape(4, 2), ("data", "model"))
+    >>> s = NamedSharding(mesh, PartitionSpec("data", None))
+    >>> s.shard_shape((16, 6))
+    (4, 6)
+    >>> s._to_xla_hlo_sharding(2)
+    {devices=[4,1,2]<=[8] last_tile_dim_replicate}
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax, xla_client
+
+from minijax.runtime import backend as _backend
+
+__all__ = ["AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding", "PartitionSpec",
+           "Sharding", "SingleDeviceSharding", "UNCONSTRAINED", "jaxlib_sharding",
+           "make_mesh", "sharding_from_hlo"]
+
+Index = tuple[slice, ...]
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis is used. Only ``Auto`` is implemented: XLA's partitioner
+    decides the layout of intermediates (see the README for ``Explicit``)."""
+
+    Auto = "auto"
+    Explicit = "explicit"
+    Manual = "manual"
+
+
+class _Unconstrained:
+    """``PartitionSpec.UNCONSTRAINED``: let the partitioner choose this dimension."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCONSTRAINED"
+
+    def __reduce__(self):
+        return (_Unconstrained, ())
+
+
+UNCONSTRAINED = _Unconstrained()
+
+
+class PartitionSpec(tuple):
+    """Per array dimension: ``None`` (not split), a mesh axis name, or a tuple of
+    names (split over their product, major to minor). Trailing dimensions that the
+    spec does not mention are not split.
+
+    >>> PartitionSpec("x", None)
+    PartitionSpec('x', None)
+    """
+
+    UNCONSTRAINED = UNCONSTRAINED
+
+    def __new__(cls, *parts):
+        norm = []
+        for p in parts:
+            if isinstance(p, list):
+                p = tuple(p)
+            if isinstance(p, tuple):
+                if not all(isinstance(a, str) for a in p):
+                    raise TypeError(f"PartitionSpec entries must be None, a mesh axis name "
+                                    f"or a tuple of names; got {p!r}")
+                p = p[0] if len(p) == 1 else (p or None)
+            elif p is not None and p is not UNCONSTRAINED and not isinstance(p, str):
+                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or "
+                                f"a tuple of names; got {p!r}")
+            norm.append(p)
+        return super().__new__(cls, norm)
+
+    def __repr__(self) -> str:
+        return f"PartitionSpec{tuple.__repr__(self)}" if len(self) != 1 else \
+            f"PartitionSpec({self[0]!r})"
+
+    def __reduce__(self):
+        return (PartitionSpec, tuple(self))
+
+    def axes_of(self, dim: int) -> tuple[str, ...]:
+        """The mesh axes that split dimension ``dim`` (major first)."""
+        if dim >= len(self):
+            return ()
+        p = self[dim]
+        if p is None or p is UNCONSTRAINED:
+            return ()
+        return (p,) if isinstance(p, str) else tuple(p)
+
+    def _normalized(self, ndim: int) -> tuple:
+        """The entries padded with None to ``ndim`` (trailing Nones dropped for equality)."""
+        parts = list(self) + [None] * (ndim - len(self))
+        return tuple(parts)
+
+
+class Sharding:
+    """Base class of minijax's shardings (``NamedSharding``, ``HloShardingOnDevices``)."""
+
+    # -- what subclasses define
+    @property
+    def _device_assignment(self) -> tuple:
+        raise NotImplementedError
+
+    def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
+        raise NotImplementedError
+
+    # -- derived queries
+    @property
+    def device_set(self) -> set:
+        """The devices holding a part of an array with this sharding."""
+        return set(self._device_assignment)
+
+    @property
+    def num_devices(self) -> int:
+        return len(self._device_assignment)
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether every device belongs to this process."""
+        return all(_is_local(d) for d in self._device_assignment)
+
+    @property
+    def addressable_devices(self) -> set:
+        return {d for d in self._device_assignment if _is_local(d)}
+
+    @property
+    def memory_kind(self) -> str:
+        return "device"
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict[Any, Index]:
+        """For each device, the slice of an array of ``global_shape`` it holds."""
+        shape = tuple(global_shape)
+        return dict(zip(self._device_assignment, _hlo_indices(
+            self._to_xla_hlo_sharding(len(shape)), shape, len(self._device_assignment))))
+
+    def addressable_devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        return {d: i for d, i in self.devices_indices_map(global_shape).items()
+                if _is_local(d)}
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        """The shape of each device's slice (``ValueError`` if a dimension does not
+        divide evenly)."""
+        shape = tuple(global_shape)
+        hlo = self._to_xla_hlo_sharding(len(shape))
+        if hlo.is_replicated() or hlo.is_maximal():
+            return shape
+        tiles = hlo.tile_assignment_dimensions()
+        out = []
+        for dim, (n, t) in enumerate(zip(shape, tiles)):
+            if n % t:
+                raise ValueError(f"{self}: dimension {dim} of shape {shape} ({n}) is not "
+                                 f"divisible by the {t} devices that split it")
+            out.append(n // t)
+        return tuple(out)
+
+    def is_equivalent_to(self, other: Any, ndim: int) -> bool:
+        """Whether both put the same slices of an ``ndim``-d array on the same devices."""
+        try:
+            return (tuple(self._device_assignment) == tuple(other._device_assignment)
+                    and self._to_xla_hlo_sharding(ndim) == other._to_xla_hlo_sharding(ndim))
+        except (AttributeError, ValueError):
+            return False
+
+    def _is_replicated_for(self, ndim: int) -> bool:
+        return self._to_xla_hlo_sharding(ndim).is_replicated()
+
+
+def _is_local(device) -> bool:
+    return device.process_index == device.client.process_index()
+
+
+class Mesh:
+    """An n-d grid of devices with a name per axis.
+
+    Args:
+      devices: an array (or nested sequence) of devices; its shape is the mesh shape.
+      axis_names: one name per mesh axis.
+      axis_types: one ``AxisType`` per axis (only ``Auto`` is supported).
+
+    >>> mesh = Mesh(np.array(minijax.devices()[:8]).reshape(4, 2), ("x", "y"))
+    >>> mesh.shape
+    {'x': 4, 'y': 2}
+    """
+
+    def __init__(self, devices: Any, axis_names: str | Sequence[str],
+                 axis_types: AxisType | Sequence[AxisType] | None = None):
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        axis_names = tuple(axis_names)
+        devs = np.array(devices, dtype=object)
+        if devs.ndim != len(axis_names):
+            raise ValueError(f"Mesh: the devices array has {devs.ndim} dimensions "
+                             f"{devs.shape} but {len(axis_names)} axis names {axis_names} "
+                             "were given")
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"Mesh: axis names must be distinct, got {axis_names}")
+        for a in axis_names:
+            if not isinstance(a, str):
+                raise TypeError(f"Mesh: axis names must be str, got {a!r}")
+        flat = list(devs.flat)
+        if not flat:
+            raise ValueError("Mesh: no devices")
+        for d in flat:
+            if not isinstance(d, _backend.Device):
+                raise TypeError(f"Mesh: expected devices, got {d!r}")
+        if len(set(flat)) != len(flat):
+            raise ValueError(f"Mesh: a device appears twice in {flat}")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(axis_names)
+        axis_types = tuple(axis_types)
+        if len(axis_types) != len(axis_names):
+            raise ValueError(f"Mesh: {len(axis_types)} axis types for {len(axis_names)} axes")
+        for t in axis_types:
+            if t is not AxisType.Auto:
+                raise NotImplementedError(
+                    f"Mesh: axis type {t} is not supported; minijax meshes are "
+                    "AxisType.Auto (XLA's partitioner lays out intermediates)")
+        devs.flags.writeable = False
+        self.devices = devs
+        self.axis_names = axis_names
+        self.axis_types = axis_types
+        self._key = (tuple(d.id for d in flat), devs.shape, axis_names, axis_types)
+        self._hash = hash(self._key)
+
+    @property
+    def shape(self) -> dict[str, int]:
+        """Axis name -> size, in axis order."""
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    @property
+    def size(self) -> int:
+        return self.devices.size
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def _flat_devices(self) -> tuple:
+        return tuple(self.devices.flat)
+
+    @property
+    def local_devices(self) -> list:
+        return [d for d in self.devices.flat if _is_local(d)]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len({d.process_index for d in self.devices.flat}) > 1
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Mesh) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        return f"Mesh(axis_sizes={{{axes}}}, devices={self.device_ids.tolist()})"
+
+    def __enter__(self) -> Mesh:
+        _mesh_stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _mesh_stack.pop()
+
+
+_mesh_stack: list[Mesh] = []
+
+
+def current_mesh() -> Mesh | None:
+    """The innermost ``with mesh:`` mesh, or None."""
+    return _mesh_stack[-1] if _mesh_stack else None
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
+              axis_types: Sequence[AxisType] | None = None, devices: Sequence | None = None
+              ) -> Mesh:
+    """A mesh of ``axis_shapes`` over ``devices`` (all devices if None), in device order.
+
+    >>> minijax.make_mesh((4, 2), ("data", "model"))
+    """
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    if devices is None:
+        devices = _backend.get_backend().client.devices()
+    devices = list(devices)
+    n = math.prod(axis_shapes)
+    if n != len(devices):
+        raise ValueError(f"make_mesh: a mesh of shape {axis_shapes} needs {n} devices, "
+                         f"but {len(devices)} are available")
+    return Mesh(np.array(devices, dtype=object).reshape(axis_shapes), tuple(axis_names),
+                axis_types)
+
+
+class NamedSharding(Sharding):
+    """An array laid out over ``mesh`` as ``spec`` says.
+
+    >>> s = NamedSharding(mesh, PartitionSpec("x"))
+    >>> minijax.device_put(np.arange(8.0), s).addressable_shards[1].data
+    """
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None, *,
+                 memory_kind: str | None = None):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding: mesh must be a minijax Mesh, got {mesh!r}")
+        if spec is None:
+            spec = PartitionSpec()
+        elif not isinstance(spec, PartitionSpec):
+            if isinstance(spec, (tuple, list)):
+                spec = PartitionSpec(*spec)
+            else:
+                raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}")
+        if memory_kind not in (None, "device"):
+            raise ValueError(f"NamedSharding: memory kind {memory_kind!r} is not supported")
+        used = []
+        for dim in range(len(spec)):
+            for a in spec.axes_of(dim):
+                if a not in mesh.axis_names:
+                    raise ValueError(f"NamedSharding: {spec} names axis {a!r}, which is not "
+                                     f"an axis of the mesh {mesh.axis_names}")
+                if a in used:
+                    raise ValueError(f"NamedSharding: {spec} uses mesh axis {a!r} twice")
+                used.append(a)
+        self.mesh = mesh
+        self.spec = spec
+        # Equality ignores trailing Nones: P('x') and P('x', None) lay out alike.
+        parts = list(spec)
+        while parts and parts[-1] is None:
+            parts.pop()
+        self._key = (mesh, tuple(parts))
+        self._hash = hash(self._key)
+
+    @property
+    def _device_assignment(self) -> tuple:
+        return self.mesh._flat_devices
+
+    def __eq__(self, other: Any) -> bool:
+        if self is other:
+            return True
+        return isinstance(other, NamedSharding) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(not self.spec.axes_of(d) or
+                   all(self.mesh.shape[a] == 1 for a in self.spec.axes_of(d))
+                   for d in range(len(self.spec)))
+
+    def with_spec(self, spec: PartitionSpec) -> NamedSharding:
+        return NamedSharding(self.mesh, spec)
+
+    def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
+        return _named_hlo(self.mesh, self._key[1], num_dimensions)
+
+    def _check_rank(self, ndim: int, what: str = "an array") -> None:
+        if len(self.spec) > ndim:
+            raise ValueError(f"{self.spec} has {len(self.spec)} entries, more than the "
+                             f"{ndim} dimensions of {what}")
+
+    def hlo_text(self, ndim: int) -> str:
+        """The ``mhlo.sharding`` text of an ``ndim``-d array with this sharding."""
+        return _named_hlo_text(self.mesh, self._key[1], ndim)
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_hlo_text(mesh: Mesh, parts: tuple, ndim: int) -> str:
+    names = mesh.axis_names
+    sizes = dict(zip(names, mesh.devices.shape))
+    spec = PartitionSpec(*parts)
+    if len(parts) > ndim:
+        raise ValueError(f"{spec} has {len(parts)} entries, more than the {ndim} "
+                         "dimensions of the array")
+    tiles, perm = [], []
+    for dim in range(ndim):
+        axes = spec.axes_of(dim)
+        tiles.append(math.prod(sizes[a] for a in axes))
+        perm.extend(names.index(a) for a in axes)
+    rest = [i for i in range(len(names)) if i not in perm]
+    replicated = math.prod(mesh.devices.shape[i] for i in rest)
+    if math.prod(tiles) == 1:
+        return "{replicated}"
+    perm.extend(rest)
+    dims = tiles + ([replicated] if replicated > 1 else [])
+    shape = list(mesh.devices.shape)
+    if perm == sorted(perm):
+        iota = f"<=[{mesh.size}]"
+    else:
+        iota = f"<=[{','.join(map(str, shape))}]T({','.join(map(str, perm))})"
+    suffix = " last_tile_dim_replicate" if replicated > 1 else ""
+    return f"{{devices=[{','.join(map(str, dims))}]{iota}{suffix}}}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_hlo(mesh: Mesh, parts: tuple, ndim: int) -> xla_client.HloSharding:
+    return xla_client.HloSharding.from_string(_named_hlo_text(mesh, parts, ndim))
+
+
+class HloShardingOnDevices(Sharding):
+    """A layout given by an XLA ``HloSharding`` over a list of devices (what XLA's
+    partitioner chose for an output that no ``PartitionSpec`` over the mesh names)."""
+
+    def __init__(self, devices: Sequence, hlo: xla_client.HloSharding):
+        self._devices = tuple(devices)
+        self._hlo = hlo
+        self._hash = hash((self._devices, str(hlo)))
+
+    @property
+    def _device_assignment(self) -> tuple:
+        return self._devices
+
+    def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
+        return self._hlo
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._hlo.is_replicated()
+
+    def hlo_text(self, ndim: int) -> str:
+        return str(self._hlo)
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, HloShardingOnDevices) and self._devices == other._devices
+                and self._hlo == other._hlo)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"HloShardingOnDevices({self._hlo}, devices={[d.id for d in self._devices]})"
+
+
+# ---- jaxlib's SingleDeviceSharding, with the same queries ------------------------------
+
+SingleDeviceSharding = _jax.SingleDeviceSharding
+
+
+def _sds_indices_map(self, global_shape):
+    return {self._device: tuple(slice(None) for _ in global_shape)}
+
+
+def _sds_shard_shape(self, global_shape):
+    return tuple(global_shape)
+
+
+def _sds_hlo_text(self, ndim):
+    return "{replicated}"
+
+
+for _name, _member in {
+        "devices_indices_map": _sds_indices_map,
+        "addressable_devices_indices_map": _sds_indices_map,
+        "shard_shape": _sds_shard_shape,
+        "hlo_text": _sds_hlo_text,
+        "memory_kind": "device",
+}.items():
+    if not hasattr(SingleDeviceSharding, _name):
+        setattr(SingleDeviceSharding, _name, _member)
+
+
+# ---- slices per device from an HloSharding ---------------------------------------------
+
+def _hlo_indices(hlo: xla_client.HloSharding, shape: tuple, n: int) -> list[Index]:
+    """Per device position ``0..n-1`` of the device assignment, its slice of ``shape``."""
+    full = tuple(slice(None) for _ in shape)
+    if hlo.is_replicated() or hlo.is_maximal() or hlo.is_manual():
+        return [full] * n
+    dims = hlo.tile_assignment_dimensions()
+    devs = hlo.tile_assignment_devices()
+    grid = np.array(devs, dtype=np.int64).reshape(dims)
+    out: list[Index | None] = [None] * n
+    for pos in itertools.product(*(range(d) for d in dims)):
+        idx = []
+        for dim, size in enumerate(shape):
+            t = dims[dim]
+            if t == 1:
+                idx.append(slice(None))
+            else:
+                step = -(-size // t)
+                idx.append(slice(pos[dim] * step, min(size, (pos[dim] + 1) * step)))
+        out[int(grid[pos])] = tuple(idx)
+    return [full if i is None else i for i in out]
+
+
+# ---- the jaxlib sharding attached to a sharded array's buffers ----------------------------
+
+_jaxlib_shardings: dict[tuple, Any] = {}
+
+
+def jaxlib_sharding(sharding: Sharding, ndim: int) -> Any:
+    """jaxlib's ``GSPMDSharding`` for ``ndim``-d arrays laid out as ``sharding`` (cached)."""
+    key = (sharding, ndim)
+    s = _jaxlib_shardings.get(key)
+    if s is None:
+        s = _jaxlib_shardings.setdefault(key, _jax.GSPMDSharding(
+            _jax.DeviceList(tuple(sharding._device_assignment)),
+            sharding._to_xla_hlo_sharding(ndim)))
+    return s
+
+
+def sharding_from_hlo(hlo: xla_client.HloSharding, devices: Sequence, ndim: int,
+                      candidates: Sequence[Any] = ()) -> Any:
+    """A minijax sharding for ``hlo`` over ``devices``: one of ``candidates`` (or a
+    ``NamedSharding`` over their mesh) when one lays out an ``ndim``-d array alike,
+    else an ``HloShardingOnDevices``."""
+    devices = tuple(devices)
+    if len(devices) == 1:
+        return _backend.sharding_for(devices[0])
+    meshes = []
+    for c in candidates:
+        if isinstance(c, NamedSharding):
+            if c._device_assignment == devices and len(c.spec) <= ndim and \
+                    c._to_xla_hlo_sharding(ndim) == hlo:
+                return c
+            if c.mesh not in meshes and c.mesh._flat_devices == devices:
+                meshes.append(c.mesh)
+    for mesh in meshes:
+        if hlo.is_replicated():
+            return NamedSharding(mesh, PartitionSpec())
+        found = _search_spec(mesh, hlo, ndim)
+        if found is not None:
+            return found
+    return HloShardingOnDevices(devices, hlo)
+
+
+def _search_spec(mesh: Mesh, hlo, ndim: int) -> NamedSharding | None:
+    """A spec over ``mesh`` (each dimension split by at most one axis, or by two in
+    order) whose HLO sharding is ``hlo``; small meshes only."""
+    names = mesh.axis_names
+    if len(names) > 3 or ndim > 4:
+        return None
+    choices = [None] + list(names) + [p for p in itertools.permutations(names, 2)]
+    for parts in itertools.product(choices, repeat=ndim):
+        flat = [a for p in parts if p is not None for a in ((p,) if isinstance(p, str) else p)]
+        if len(flat) != len(set(flat)):
+            continue
+        if _named_hlo(mesh, tuple(parts), ndim) == hlo:
+            parts = list(parts)
+            while parts and parts[-1] is None:  # P('x'), not P('x', None)
+                parts.pop()
+            return NamedSharding(mesh, PartitionSpec(*parts))
+    return None
+
+
+def check_sharding_shape(sharding: Any, shape: tuple, what: str) -> None:
+    """``ValueError`` unless ``sharding`` can lay out an array of ``shape``."""
+    if isinstance(sharding, NamedSharding):
+        sharding._check_rank(len(shape), what)
+    if isinstance(sharding, Sharding):
+        try:
+            sharding.shard_shape(shape)
+        except ValueError as e:
+            raise ValueError(f"{what} of shape {shape}: {e}") from None
+
+
+def is_sharding(x: Any) -> bool:
+    return isinstance(x, (Sharding, _jax.SingleDeviceSharding))
+
+
+def replicated_like(sharding: Any) -> Any:
+    """A sharding that puts a whole copy on each device of ``sharding``."""
+    if isinstance(sharding, NamedSharding):
+        return NamedSharding(sharding.mesh, PartitionSpec())
+    return HloShardingOnDevices(sharding._device_assignment, xla_client.HloSharding.replicate())
+
+
+class Placement:
+    """Where a computation over several devices runs, and how its values are laid out.
+
+    ``devices``: the devices, in the order the HLO shardings number them (logical
+    partition ``i`` runs on ``devices[i]``); ``in_shardings``: one sharding per input;
+    ``out_shardings``: one per output, or None where XLA's partitioner chooses.
+    Hashable: jit keys its executables on it.
+    """
+
+    __slots__ = ("devices", "in_shardings", "out_shardings", "_hash")
+
+    def __init__(self, devices: Sequence, in_shardings: Sequence, out_shardings: Sequence | None):
+        self.devices = tuple(devices)
+        self.in_shardings = tuple(in_shardings)
+        self.out_shardings = None if out_shardings is None else tuple(out_shardings)
+        self._hash = hash((self.devices, self.in_shardings, self.out_shardings))
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, Placement) and self.devices == other.devices
+                and self.in_shardings == other.in_shardings
+                and self.out_shardings == other.out_shardings)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return (f"Placement(devices={[d.id for d in self.devices]}, "
+                f"in_shardings={self.in_shardings}, out_shardings={self.out_shardings})")
+
+    def with_outputs(self, out_shardings: Sequence | None) -> Placement:
+        return Placement(self.devices, self.in_shardings, out_shardings)

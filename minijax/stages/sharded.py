@@ -1,0 +1,142 @@
+"""Sharded computations in ``jit``: where they run and how their modules are annotated.
+
+A call whose arguments include sharded Arrays (or a ``jit`` with ``in_shardings`` /
+``out_shardings``) runs on a ``Placement``: the devices of the arguments' mesh, one
+sharding per input leaf and, where asked for, per output leaf. Its module gets a
+``mhlo.sharding`` attribute on each parameter (and requested result) and
+``mhlo.num_partitions``; XLA's SPMD partitioner (GSPMD) does the rest. ``jit`` keys
+executables on the placement as it keys them on the device of unsharded calls, and
+its dispatch fast path, keyed on aval ids, needs nothing new: sharded arrays have
+interned avals of their own per sharding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from minijax.lax.sharding import sharding_constraint_p
+from minijax.runtime import sharding as _sharding
+from minijax.runtime.array import Array, _sharding_of_aval, intern_aval
+from minijax.runtime.backend import default_device
+from minijax.runtime.sharding import Placement
+from minijax.runtime.transfer import device_put
+from minijax.lowering.types import string_attr
+
+__all__ = ["Placement", "interned_ids", "placement_of", "put_args", "sharding_attrs"]
+
+
+def _is_single(s: Any) -> bool:
+    return not isinstance(s, _sharding.Sharding)
+
+
+def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
+                 out_shardings: Sequence[Any] | None = None) -> Placement | None:
+    """The placement of a call on ``args``, or None when no argument is sharded and no
+    sharding was asked for (then the call runs on one device as before).
+
+    ``in_shardings``: per argument, a requested sharding or None (then a sharded
+    Array argument keeps its own layout and other values are replicated).
+    Raises ``ValueError`` for arguments on different sets of devices.
+    """
+    chosen: list[Any] = []
+    devices = None
+    for i, x in enumerate(args):
+        want = in_shardings[i] if in_shardings is not None else None
+        if want is not None and _is_single(want):  # SingleDeviceSharding
+            want = None if want._device == default_device() else _single_err(want)
+        if want is None and type(x) is Array:
+            want = _sharding_of_aval.get(id(x.aval))
+        if want is not None:
+            devs = tuple(want._device_assignment)
+            if devices is None:
+                devices = devs
+            elif devs != devices:
+                raise ValueError(
+                    f"the arguments of a sharded computation must be laid out over the same "
+                    f"devices in the same order; argument {i} is over "
+                    f"{[d.id for d in devs]}, an earlier one over {[d.id for d in devices]}")
+        chosen.append(want)
+    if devices is None and out_shardings is not None:
+        for s in out_shardings:
+            if s is not None and not _is_single(s):
+                devices = tuple(s._device_assignment)
+                break
+    if devices is None:
+        return None
+    template = next((s for s in (*chosen, *(out_shardings or ())) if s is not None), None)
+    home = default_device()
+    final = []
+    for i, (x, s) in enumerate(zip(args, chosen)):
+        if s is None:
+            if type(x) is Array and x.device != home and x.device not in devices:
+                raise ValueError(f"argument {i} is on {x.device}, which is not one of the "
+                                 f"devices {[d.id for d in devices]} of this computation")
+            s = _sharding.replicated_like(template)
+        final.append(s)
+    outs = None
+    if out_shardings is not None:
+        outs = []
+        for s in out_shardings:
+            if s is not None and tuple(s._device_assignment) != devices:
+                raise ValueError(f"out_shardings: {s} is over devices "
+                                 f"{[d.id for d in s._device_assignment]}, the inputs over "
+                                 f"{[d.id for d in devices]}")
+            outs.append(s)
+        outs = tuple(outs)
+    return Placement(devices, final, outs)
+
+
+def _single_err(s):
+    raise NotImplementedError(f"in_shardings: a SingleDeviceSharding on {s._device} (not the "
+                              "default device) is not supported; use device_put")
+
+
+def interned_ids(avals: Sequence[Any], device: Any) -> tuple[int, ...]:
+    """The aval ids that Array arguments of ``avals`` have when a call runs on
+    ``device`` (a device, a Placement or None): the fast paths' keys."""
+    if isinstance(device, Placement):
+        return tuple(id(intern_aval(a, s)) for a, s in zip(avals, device.in_shardings))
+    return tuple(id(intern_aval(a, device)) for a in avals)
+
+
+def put_args(args: Sequence[Any], placement: Placement) -> list:
+    """The jaxlib arrays of ``args`` laid out as the placement's input shardings
+    (sharded Arrays already so are used as they are)."""
+    out = []
+    for x, s in zip(args, placement.in_shardings):
+        if type(x) is Array and _sharding_of_aval.get(id(x.aval)) == s:
+            out.append(x._buf)
+        else:
+            out.append(device_put(x, s)._buf)
+    return out
+
+
+def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                   arg_attrs: Sequence[str] | None = None) -> dict:
+    """``lower_module`` keywords for a placement: ``arg_attrs`` with an ``mhlo.sharding``
+    per parameter, ``result_attrs`` for requested output layouts, ``num_partitions``."""
+    args = []
+    for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
+        _sharding.check_sharding_shape(s, a.shape, f"argument {i}")
+        attr = f"mhlo.sharding = {string_attr(s.hlo_text(len(a.shape)))}"
+        base = arg_attrs[i] if arg_attrs else ""
+        args.append(f"{base}, {attr}" if base else attr)
+    results = None
+    if placement.out_shardings is not None:
+        results = []
+        for i, (a, s) in enumerate(zip(out_avals, placement.out_shardings)):
+            if s is None:
+                results.append("")
+                continue
+            _sharding.check_sharding_shape(s, a.shape, f"output {i}")
+            results.append(f"mhlo.sharding = {string_attr(s.hlo_text(len(a.shape)))}")
+    return {"arg_attrs": args, "result_attrs": results,
+            "num_partitions": len(placement.devices)}
+
+
+def _sharding_constraint_impl(x, *, sharding):
+    return device_put(x, sharding)  # eagerly: move the array there
+
+
+sharding_constraint_p.def_impl(_sharding_constraint_impl)

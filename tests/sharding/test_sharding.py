@@ -1,0 +1,325 @@
+"""Sharded arrays and sharded jit on 8 CPU devices, checked against numpy and jax.
+
+The multi-device cases run in one subprocess with ``MINIJAX_NUM_CPU_DEVICES=8`` (and
+jax with 8 host devices beside it): each ``@case`` returns plain values (or its error
+is sent back), which the tests here compare.
+"""
+
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+N = 8
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def _x(*shape, dtype=np.float32):
+    return (np.arange(int(np.prod(shape))).reshape(shape) * 0.25 - 3).astype(dtype)
+
+
+def _mesh(shape=(4, 2), names=("x", "y")):
+    import minijax
+    return minijax.make_mesh(shape, names)
+
+
+def _jax_mesh(shape=(4, 2), names=("x", "y")):
+    import jax
+    return jax.sharding.Mesh(np.array(jax.devices()).reshape(shape), names)
+
+
+SPECS = [(), ("x",), ("x", "y"), ("y", "x"), (None, "y"), (("x", "y"),), (("y", "x"), None)]
+
+
+# ---- cases (run in the 8-device subprocess) ------------------------------------------------
+
+@case
+def indices_match_jax():
+    """devices_indices_map, shard_shape and per-shard data equal jax's, for every spec."""
+    import jax
+    import minijax
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    m, jm = _mesh(), _jax_mesh()
+    x = _x(8, 4)
+    out = []
+    for spec in SPECS:
+        s = NamedSharding(m, P(*spec))
+        js = jax.sharding.NamedSharding(jm, jax.sharding.PartitionSpec(*spec))
+        mine = {d.id: i for d, i in s.devices_indices_map(x.shape).items()}
+        theirs = {d.id: i for d, i in js.devices_indices_map(x.shape).items()}
+        a = minijax.device_put(x, s)
+        shards = [(sh.device.id, sh.index, sh.replica_id, np.asarray(sh.data))
+                  for sh in a.addressable_shards]
+        ja = jax.device_put(x, js)
+        jshards = {sh.device.id: (sh.index, sh.replica_id, np.asarray(sh.data))
+                   for sh in ja.addressable_shards}
+        out.append(dict(
+            spec=spec, maps_equal=_norm(mine, x.shape) == _norm(theirs, x.shape),
+            shard_shape=(s.shard_shape(x.shape), js.shard_shape(x.shape)),
+            replicated=(s.is_fully_replicated, js.is_fully_replicated),
+            shards_ok=all(np.array_equal(data, x[idx]) and
+                          np.array_equal(data, jshards[d][2]) and rep == jshards[d][1]
+                          for d, idx, rep, data in shards),
+            one_buffer_per_device=sorted(d for d, *_ in shards) == list(range(8)),
+            hlo=(str(s._to_xla_hlo_sharding(2)), str(js._to_xla_hlo_sharding(2))),
+            gathered=np.array_equal(np.asarray(a), x)))
+    return out
+
+
+def _norm(m, shape):
+    return {d: tuple(sl.indices(n)[:2] for sl, n in zip(idx, shape)) for d, idx in m.items()}
+
+
+@case
+def sharding_objects():
+    import minijax
+    from minijax.sharding import (Mesh, NamedSharding, PartitionSpec as P,
+                                  SingleDeviceSharding)
+    m = _mesh()
+    m2 = Mesh(np.array(minijax.devices()).reshape(4, 2), ("x", "y"))
+    s = NamedSharding(m, P("x"))
+    single = SingleDeviceSharding(minijax.devices()[3])
+    errors = []
+    for bad in (lambda: NamedSharding(m, P("z")), lambda: NamedSharding(m, P("x", "x")),
+                lambda: Mesh(np.array(minijax.devices()), ("a", "b")),
+                lambda: minijax.make_mesh((3, 2), ("a", "b")),
+                lambda: minijax.device_put(_x(6, 4), NamedSharding(m, P("x")))):
+        try:
+            bad()
+            errors.append(None)
+        except ValueError as e:
+            errors.append(str(e))
+    return dict(
+        mesh_eq=(m == m2, hash(m) == hash(m2), m.shape, m.size),
+        eq=(s == NamedSharding(m2, P("x", None)), hash(s) == hash(NamedSharding(m2, P("x"))),
+            s != NamedSharding(m, P("y"))),
+        addressable=s.is_fully_addressable,
+        single=(single.shard_shape((3, 4)), list(single.devices_indices_map((3,)).values()),
+                single == SingleDeviceSharding(minijax.devices()[3])),
+        p_alias=minijax.P is P,
+        errors=errors,
+        axis_type=str(m.axis_types[0]))
+
+
+@case
+def array_api():
+    import minijax
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    m = _mesh()
+    x = _x(8, 4)
+    s = NamedSharding(m, P("x", "y"))
+    a = minijax.make_array_from_callback(x.shape, s, lambda idx: x[idx])
+    b = minijax.make_array_from_single_device_arrays(
+        x.shape, s, [sh.data for sh in a.addressable_shards])
+    c = minijax.make_array_from_process_local_data(NamedSharding(m, P("x")), x)
+    table = minijax.debug.visualize_array_sharding(a, print_output=False)
+    d = minijax.device_put(a, minijax.devices()[5])
+    return dict(
+        values=[np.array_equal(np.asarray(v), x) for v in (a, b, c, d)],
+        shardings=(a.sharding == s, b.sharding == s, c.sharding.spec),
+        data1=np.asarray(a.addressable_data(1)), table=table, repr=repr(a),
+        single=(d.device.id, d.sharding == minijax.sharding.SingleDeviceSharding(
+            minijax.devices()[5])),
+        flags=(a.is_fully_addressable, a.is_fully_replicated, len(a.devices())),
+        memoryview_shape=memoryview(a).shape)
+
+
+@case
+def jit_results():
+    """Sharded jit results equal unsharded ones and stay sharded."""
+    import minijax
+    import minijax.numpy as jnp
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    m = _mesh()
+    x, w = _x(8, 4), _x(4, 6) / 7
+
+    def f(x, w):
+        h = jnp.tanh(x @ w)
+        return h, h.sum(), (h * 2).mean(axis=0)
+    xs = minijax.device_put(x, NamedSharding(m, P("x")))
+    ws = minijax.device_put(w, NamedSharding(m, P(None, "y")))
+    jf = minijax.jit(f)
+    sharded = jf(xs, ws)
+    again = jf(xs, ws)  # the fast path
+    plain = minijax.jit(f)(x, w)
+    g = minijax.jit(lambda x: x * 2, out_shardings=NamedSharding(m, P(None, "x")))
+    gi = minijax.jit(lambda x, y: x + y, in_shardings=(NamedSharding(m, P("x", "y")), None))
+    r = gi(x, x)
+    return dict(
+        equal=[np.allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+               for a, b in zip(sharded, plain)],
+        again=[np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(sharded, again)],
+        out_specs=[str(o.sharding) for o in sharded],
+        out_kinds=[type(o.sharding).__name__ for o in sharded],
+        ndevices=[len(o.devices()) for o in sharded],
+        g=(str(g(x).sharding.spec), np.array_equal(np.asarray(g(x)), 2 * x)),
+        gi=(str(r.sharding.spec), np.array_equal(np.asarray(r), 2 * x)),
+        eager=(str((xs + 1).sharding.spec), np.array_equal(np.asarray(xs + 1), x + 1)))
+
+
+@case
+def collectives_in_hlo():
+    import minijax
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    m = _mesh((8,), ("x",))
+    x = minijax.device_put(_x(8, 4), NamedSharding(m, P("x")))
+    red = minijax.jit(lambda x: x.sum()).lower(x).compile()
+    gather = minijax.jit(lambda x: x * 1, out_shardings=NamedSharding(m, P())).lower(x).compile()
+    mm = minijax.jit(lambda x, w: x @ w).lower(
+        minijax.device_put(_x(8, 8), NamedSharding(m, P(None, "x"))),
+        minijax.device_put(_x(8, 4), NamedSharding(m, P("x")))).compile()
+    return dict(red=red.as_text(), gather=gather.as_text(), mm=mm.as_text(),
+                in_sh=[str(s.spec) for s in red.input_shardings[0]],
+                out_sh=str(red.output_shardings.spec),
+                cost=red.cost_analysis().get("flops"),
+                mem=red.memory_analysis().argument_size_in_bytes,
+                lowered=minijax.jit(lambda x: x.sum()).lower(x).as_text())
+
+
+@case
+def grads_match():
+    import minijax
+    import minijax.numpy as jnp
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    m = _mesh()
+    x, w = _x(8, 4), _x(4, 6) / 7
+
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+    xs = minijax.device_put(x, NamedSharding(m, P("x")))
+    ws = minijax.device_put(w, NamedSharding(m, P(None, "y")))
+    g = minijax.jit(minijax.grad(loss))
+    gs, gp = g(ws, xs), g(w, x)
+    vs = minijax.vmap(lambda r: jnp.sin(r).sum())(xs)
+    c = minijax.jit(lambda x: minijax.lax.with_sharding_constraint(x * 2, NamedSharding(m, P("y"))))
+    cx = c(xs)
+    return dict(grad=np.allclose(np.asarray(gs), np.asarray(gp), rtol=1e-5, atol=1e-6),
+                grad_sharding=str(gs.sharding.spec),
+                vmap=np.allclose(np.asarray(vs), np.sin(x).sum(1), rtol=1e-5),
+                wsc=(str(cx.sharding.spec), np.array_equal(np.asarray(cx), 2 * x)),
+                wsc_text=minijax.jit(lambda x: minijax.lax.with_sharding_constraint(
+                    x * 2, NamedSharding(m, P("y")))).lower(xs).as_text())
+
+
+@case
+def donation():
+    import minijax
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    m = _mesh()
+    x = minijax.device_put(_x(8, 4), NamedSharding(m, P("x")))
+    f = minijax.jit(lambda x: x + 1, donate_argnums=0)
+    y = f(x)
+    return dict(deleted=x.is_deleted(), value=np.array_equal(np.asarray(y), _x(8, 4) + 1))
+
+
+def _worker(path):
+    out = {}
+    for name, fn in CASES.items():
+        try:
+            out[name] = ("ok", fn())
+        except Exception as e:  # noqa: BLE001 - sent back to the test
+            import traceback
+            out[name] = ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+    with open(path, "wb") as f:
+        pickle.dump(out, f)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sharding") / "results.pkl"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES=str(N), MINIJAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         f"import tests.sharding.test_sharding as t; t._worker({str(path)!r})"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def get(results, name):
+    status, value = results[name]
+    assert status == "ok", value
+    return value
+
+
+pytestmark = pytest.mark.slow
+
+
+def test_indices_and_shards_match_jax(results):
+    for row in get(results, "indices_match_jax"):
+        assert row["maps_equal"], row
+        assert row["shard_shape"][0] == row["shard_shape"][1], row
+        assert row["replicated"][0] == row["replicated"][1], row
+        assert row["shards_ok"] and row["one_buffer_per_device"] and row["gathered"], row
+        assert row["hlo"][0] == row["hlo"][1], row
+
+
+def test_sharding_objects(results):
+    r = get(results, "sharding_objects")
+    assert r["mesh_eq"] == (True, True, {"x": 4, "y": 2}, 8)
+    assert r["eq"] == (True, True, True)
+    assert r["addressable"] and r["p_alias"]
+    assert r["single"] == ((3, 4), [(slice(None),)], True)
+    assert all(e is not None for e in r["errors"]), r["errors"]
+    assert "'z'" in r["errors"][0] and "twice" in r["errors"][1]
+    assert "not divisible" in r["errors"][4]
+    assert r["axis_type"] == "AxisType.Auto"
+
+
+def test_array_api(results):
+    r = get(results, "array_api")
+    assert r["values"] == [True] * 4
+    assert r["shardings"][:2] == (True, True) and r["shardings"][2] == ("x",)
+    np.testing.assert_array_equal(r["data1"], _x(8, 4)[0:2, 2:4])
+    assert r["table"].count("CPU") == 8 and "CPU 7" in r["table"]
+    assert "PartitionSpec('x', 'y')" in r["repr"]
+    assert r["single"] == (5, True)
+    assert r["flags"] == (True, False, 8)
+    assert r["memoryview_shape"] == (8, 4)
+
+
+def test_sharded_jit_equals_unsharded(results):
+    r = get(results, "jit_results")
+    assert r["equal"] == [True] * 3 and r["again"] == [True] * 3
+    assert r["out_kinds"] == ["NamedSharding"] * 3
+    assert r["ndevices"] == [8] * 3
+    assert r["g"] == ("PartitionSpec(None, 'x')", True)
+    assert r["gi"] == ("PartitionSpec('x', 'y')", True)
+    assert r["eager"] == ("PartitionSpec('x')", True)
+
+
+def test_partitioned_hlo_has_collectives(results):
+    r = get(results, "collectives_in_hlo")
+    assert "all-reduce" in r["red"]
+    assert "all-gather" in r["gather"]
+    assert "all-reduce" in r["mm"] or "reduce-scatter" in r["mm"]
+    assert "f32[1,4]" in r["red"]  # the per-device parameter
+    assert r["in_sh"] == ["PartitionSpec('x')"] and r["out_sh"] == "PartitionSpec()"
+    assert r["cost"] is not None and r["mem"] == 16
+    assert 'mhlo.sharding = "{devices=[8,1]<=[8]}"' in r["lowered"]
+    assert "mhlo.num_partitions = 8" in r["lowered"]
+
+
+def test_sharded_grad_vmap_constraint(results):
+    r = get(results, "grads_match")
+    assert r["grad"] and r["vmap"]
+    assert r["grad_sharding"] == "PartitionSpec(None, 'y')"
+    assert r["wsc"] == ("PartitionSpec('y')", True)
+    assert "@Sharding" in r["wsc_text"]
+
+
+def test_sharded_donation(results):
+    r = get(results, "donation")
+    assert r == dict(deleted=True, value=True)
