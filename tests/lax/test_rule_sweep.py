@@ -544,6 +544,56 @@ case("ppermute", lambda L, x: L.ppermute(x, "i", [(0, 2), (3, 1)]), Arg(_N + SHA
      label="partial", named=True, jax=False)
 
 
+# random bits (jax has these in jax.extend.random and its prng module, not in jax.lax)
+U32 = np.dtype(np.uint32)
+
+
+def _threefry2x32(L, k1, k2, x1, x2):
+    if L is MJ:
+        return minijax.lax.prng.threefry2x32(k1, k2, x1, x2)
+    from jax.extend.random import threefry2x32_p
+    return tuple(threefry2x32_p.bind(k1, k2, x1, x2))
+
+
+def _iota_2x32_shape(L, shape):
+    if L is MJ:
+        return minijax.lax.prng.iota_2x32_shape(shape)
+    from jax._src.random.prng import iota_2x32_shape
+    return tuple(iota_2x32_shape(shape))
+
+
+_WORD = ("int", 0, 2 ** 32)
+case("threefry2x32", _threefry2x32, Arg((), U32, _WORD), Arg((), U32, _WORD),
+     Arg(SHAPE, U32, _WORD), Arg(SHAPE, U32, _WORD), label="scalar_key")
+case("threefry2x32", _threefry2x32, *[Arg(SHAPE, U32, _WORD)] * 4, label="arrays")
+case("iota_2x32_shape", lambda L: _iota_2x32_shape(L, (2, 3, 4)))
+
+# bit-level
+case("bitcast_convert_type", lambda L, x: L.bitcast_convert_type(x, np.int32), Arg(SHAPE))
+case("bitcast_convert_type", lambda L, x: L.bitcast_convert_type(x, np.uint8), Arg(SHAPE),
+     label="narrower")
+case("bitcast_convert_type", lambda L, x: L.bitcast_convert_type(x, np.float32),
+     Arg((4, 2), np.dtype(np.uint16)), label="wider")
+case("clz", lambda L, x: L.clz(x), Arg(SHAPE, I32))
+case("population_count", lambda L, x: L.population_count(x), Arg(SHAPE, U8))
+case("top_k", lambda L, x: L.top_k(x, 3), Arg((2, 5), F32, "distinct"))
+case("top_k", lambda L, x: L.top_k(x, 2, axis=0), Arg((4, 3), F32, "distinct"), label="axis0")
+
+# special functions (the igamma family's derivatives in a run through while loops: forward
+# mode only, as in jax; jax has no jvp of igamma_grad_a)
+case("erf_inv", lambda L, x: L.erf_inv(x), Arg(SHAPE, F32, "small"))
+case("erfc", lambda L, x: L.erfc(x), Arg(SHAPE))
+case("lgamma", lambda L, x: L.lgamma(x), Arg(SHAPE, F32, "pos"))
+case("digamma", lambda L, x: L.digamma(x), Arg(SHAPE, F32, "pos"))
+case("polygamma", lambda L, x: L.polygamma(np.ones(x.shape, x.dtype), x), Arg(SHAPE, F32, "pos"))
+case("igamma", lambda L, a, x: L.igamma(a, x), Arg(SHAPE, F32, "pos"), Arg(SHAPE, F32, "pos"))
+case("igammac", lambda L, a, x: L.igammac(a, x), Arg(SHAPE, F32, "pos"),
+     Arg(SHAPE, F32, "pos"))
+case("igamma_grad_a", lambda L, a, x: L.igamma_grad_a(a, x), Arg(SHAPE, F32, "pos"),
+     Arg(SHAPE, F32, "pos"), jax_ad=False, rev=False)
+case("random_gamma_grad", lambda L, a, x: L.random_gamma_grad(a, x), Arg(SHAPE, F32, "pos"),
+     Arg(SHAPE, F32, "pos"), rev=False, tol=1e-3)
+
 # ---- which rules each primitive must have --------------------------------------------------
 
 # Primitives linear in some of their operands (for the others held fixed): they need a
@@ -564,6 +614,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     # No operands: jvp and vmap bind it as it is (there is nothing to differentiate or
     # batch), so no rule is ever called.
     "iota": {"batch": "no operands"},
+    "iota_2x32_shape": {"jvp": "no operands", "batch": "no operands"},
     "axis_index": {"jvp": "no operands"},
     # Only inside a linear jaxpr built by reverse mode of a custom_vjp function, which is
     # transposed (calling the user's bwd), never differentiated or batched itself;
