@@ -3,6 +3,11 @@
 Both libraries call the same LAPACK kernels of jaxlib (custom calls on XLA:CPU);
 the rows measure the whole call (dispatch, the kernels and the code around them,
 block_until_ready), so they compare the programs each library emits.
+
+The kernels run on SciPy's OpenBLAS, whose worker threads (shared by both
+libraries) make single calls vary by 10-100x on a loaded machine; there,
+``OPENBLAS_NUM_THREADS=1 python benchmarks/run.py --only linalg_...`` gives
+stable ratios.
 """
 
 from __future__ import annotations
