@@ -21,9 +21,10 @@ from minijax.core.trace import Primitive, get_aval
 from minijax.lax import binary as _b
 from minijax.lax import shape as _shape
 from minijax.lax.linalg._common import (batch_dims, char, check_dtype, def_batch_leading, eye,
-                                        info_ok, lapack_call, lapack_target, lax_slice,
-                                        lower_fun, matmul, nan_unless, symmetrize, tril)
+                                        info_ok, lapack_call, lapack_target, lower_fun, matmul,
+                                        nan_unless, symmetrize, tril)
 from minijax.lax.select import select
+from minijax.lax.slicing import slice as lax_slice
 from minijax.lax.unary import abs as lax_abs
 from minijax.lax.unary import neg, rsqrt
 from minijax.lax.linalg.triangular_solve import triangular_solve

@@ -24,12 +24,13 @@ from minijax.lax import shape as _shape
 from minijax.lax.control_flow import fori_loop
 from minijax.lax.convert import convert_element_type
 from minijax.lax.linalg._common import (batch_dims, check_dtype, def_batch_leading, eye,
-                                        info_ok, lapack_call, lapack_target, lower_fun,
-                                        lax_slice, matmul, nan_unless, permute_rows, tril, triu)
+                                        info_ok, lapack_call, lapack_target, lower_fun, matmul,
+                                        nan_unless, permute_rows, tril, triu)
 from minijax.lax.linalg.triangular_solve import triangular_solve
 from minijax.lax.reduce import reduce_sum
 from minijax.lax.select import select
 from minijax.lax.slicing import dynamic_slice
+from minijax.lax.slicing import slice as lax_slice
 from minijax.lax.sort import sort_key_val
 from minijax.transforms.ad import Zero, defjvp_zero, tangent_aval
 
