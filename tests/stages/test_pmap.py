@@ -129,6 +129,27 @@ def pmap_under_jit_and_nested():
     return inner, nested
 
 
+def _collective_losses(L):
+    """Scalar losses through each linear collective (and pmax), for their gradients."""
+    w = np.arange(N, dtype=np.float32)[:, None]
+    ring = [(i, (i + 1) % N) for i in range(N)]
+    return {
+        "psum": lambda x: (L.psum(x, 'i') * x).sum(),
+        "all_gather": lambda x: (L.all_gather(x, 'i') ** 2 * w).sum(),
+        "all_gather_tiled": lambda x: (L.all_gather(x, 'i', tiled=True) ** 2
+                                       * np.arange(2 * N, dtype=np.float32)).sum(),
+        "ppermute": lambda x: (L.ppermute(x, 'i', ring) * x ** 2).sum(),
+        "pmax": lambda x: (L.pmax(x, 'i') * x).sum(),
+    }
+
+
+@case
+def collective_grads():
+    # the transposes lowered to cross-replica ops (all_reduce, replica_id, collective_permute)
+    return {k: minijax.pmap(minijax.grad(f), axis_name='i')(_x(N, 2))
+            for k, f in _collective_losses(lax).items()}
+
+
 @case
 def too_many_for_devices():
     minijax.pmap(lambda x: x, axis_name='i')(np.zeros((N + 1, 2), np.float32))
@@ -225,6 +246,19 @@ def test_ppermute(results):
     perm = [(i, (i + 1) % N) for i in range(N)]
     ref = _jax_vmap(lambda v: jax.lax.ppermute(v, 'i', perm), x)
     np.testing.assert_array_equal(_ok(results, "ppermute_ring"), ref)
+
+
+@pytest.mark.slow
+def test_collective_grads(results):
+    import jax
+    got = _ok(results, "collective_grads")
+    x = _x(N, 2)
+    for name, f in _collective_losses(jax.lax).items():
+        mini = minijax.vmap(minijax.grad(_collective_losses(lax)[name]), axis_name='i')(x)
+        np.testing.assert_allclose(got[name], mini, rtol=1e-6, err_msg=name)
+        if name != "pmax":  # (jax has no derivative of pmax)
+            np.testing.assert_allclose(got[name], _jax_vmap(jax.grad(f), x), rtol=1e-6,
+                                       err_msg=name)
 
 
 @pytest.mark.slow
