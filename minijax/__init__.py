@@ -32,6 +32,7 @@ from minijax import lax, numpy, tree_util  # noqa: F401
 from minijax import errors  # noqa: F401  (after numpy: it names jnp's NonConcreteBooleanIndexError)
 from minijax import random  # noqa: F401
 from minijax import debug, sharding  # noqa: F401
+from minijax.experimental.shard_map import shard_map
 from minijax.numpy import array_methods as _array_methods
 
 _array_methods.install(Array)
@@ -48,6 +49,6 @@ __all__ = [
     "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",
     "P", "debug", "make_array_from_callback", "make_array_from_process_local_data",
-    "make_array_from_single_device_arrays", "make_mesh", "sharding",
+    "make_array_from_single_device_arrays", "make_mesh", "shard_map", "sharding",
     "random", "tree_util",
 ]

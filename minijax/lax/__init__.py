@@ -44,7 +44,7 @@ from minijax.lax.windowed_reductions import (reduce_window, reduce_window_max_p,
 from minijax.lax.unary import (abs, bitwise_not, cbrt, ceil, cos, erf, exp, exp2, expm1, floor,
                                imag, integer_pow, is_finite, log, log1p, logistic, neg, real,
                                round, rsqrt, sign, sin, sqrt, square, tan, tanh)
-from minijax.lax.parallel import (all_gather, axis_index, pmax, pmean, pmin, ppermute,
-                                  psum)
+from minijax.lax.parallel import (all_gather, all_to_all, axis_index, pmax, pmean, pmin,
+                                  ppermute, psum, psum_scatter)
 from minijax.lax import linalg
 from minijax.lax.trigonometric import acos, acosh, asin, asinh, atan, atanh, cosh, sinh

@@ -68,12 +68,25 @@ def _lowering_axis_env(ctx) -> tuple:
     return env
 
 
+def spmd_attrs(ctx) -> dict[str, str]:
+    """Inside a ``shard_map`` body (the module's ``spmd_manual`` is set) collectives run
+    across SPMD partitions, not replicas: they need a channel and, for grouped ones,
+    global device ids (= partition ids, numbered row-major over the mesh)."""
+    if not getattr(ctx.module, "spmd_manual", False):
+        return {}
+    n = getattr(ctx.module, "channel_count", 0) + 1
+    ctx.module.channel_count = n
+    return {"channel_handle": f"#stablehlo.channel_handle<handle = {n}, type = 1>"}
+
+
 def _all_reduce(ctx, x, kind: str, axes: tuple):
     from minijax.lax.reduce import scalar_region
     groups = replica_groups(_lowering_axis_env(ctx), axes)
     region = scalar_region(ctx, kind, x.aval.dtype)
-    return ctx.op("stablehlo.all_reduce", [x], x.aval,
-                  {"replica_groups": _groups_attr(groups)}, regions=[region])
+    attrs = {"replica_groups": _groups_attr(groups), **spmd_attrs(ctx)}
+    if len(attrs) > 1:
+        attrs["use_global_device_ids"] = "unit"
+    return ctx.op("stablehlo.all_reduce", [x], x.aval, attrs, regions=[region])
 
 
 # ---- psum / pmax / pmin ---------------------------------------------------------------------
@@ -218,8 +231,11 @@ def _all_gather_lower(ctx, x, *, axis_name, axis, tiled):
         shape = list(x.aval.shape)
         shape.insert(axis, 1)
         x = ctx.op("stablehlo.reshape", [x], ShapedArray(tuple(shape), x.aval.dtype))
-    return ctx.op("stablehlo.all_gather", [x], out,
-                  {"all_gather_dim": f"{axis} : i64", "replica_groups": _groups_attr(groups)})
+    attrs = {"all_gather_dim": f"{axis} : i64", "replica_groups": _groups_attr(groups),
+             **spmd_attrs(ctx)}
+    if "channel_handle" in attrs:
+        attrs["use_global_device_ids"] = "unit"
+    return ctx.op("stablehlo.all_gather", [x], out, attrs)
 
 
 def _all_gather_batch(trace, vals, dims, *, axis_name, axis, tiled):
@@ -289,7 +305,9 @@ def _axis_index_lower(ctx, *, axis_name):
     names = [n for n, _ in env]
     sizes = [s for _, s in env]
     u32 = ShapedArray((), dtypes.uint32)
-    rid = ctx.op("stablehlo.replica_id", [], u32)
+    # shard_map bodies are SPMD partitions; pmap's members are replicas
+    rid = ctx.op("stablehlo.partition_id" if getattr(ctx.module, "spmd_manual", False)
+                 else "stablehlo.replica_id", [], u32)
     # index over the named axes (row-major among them)
     idx = None
     for name in axis_name:
@@ -351,7 +369,8 @@ def _ppermute_lower(ctx, x, *, axis_name, perm):
     # Cross-replica (pmap-style) permute: no channel handle, as jax emits outside of
     # manual SPMD; with one, XLA:CPU treats the pairs as partition ids and aborts.
     return ctx.op("stablehlo.collective_permute", [x], x.aval,
-                  {"source_target_pairs": dense_i64(pairs, (len(pairs), 2))})
+                  {"source_target_pairs": dense_i64(pairs, (len(pairs), 2)),
+                   **spmd_attrs(ctx)})
 
 
 def _ppermute_batch(trace, vals, dims, *, axis_name, perm):
@@ -393,3 +412,174 @@ def ppermute(x, axis_name, perm):
 
 
 
+
+
+# ---- psum_scatter ---------------------------------------------------------------------------
+# The primitive is the tiled form (the scattered dimension shrinks by the axis size); the
+# untiled form (that dimension equals the axis size and disappears) reshapes around it.
+
+psum_scatter_p = Primitive("psum_scatter")
+
+
+@psum_scatter_p.def_abstract_eval
+def _psum_scatter_abstract(x, *, axis_name, scatter_dimension):
+    size = _check_axes(axis_name)
+    if not 0 <= scatter_dimension < x.ndim:
+        raise type_error("psum_scatter", f"scatter_dimension {scatter_dimension} out of "
+                         "range", x)
+    if x.shape[scatter_dimension] % size:
+        raise type_error("psum_scatter", f"dimension {scatter_dimension} is not divisible "
+                         f"by the axis size {size}", x)
+    shape = list(x.shape)
+    shape[scatter_dimension] //= size
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@psum_scatter_p.def_lowering
+def _psum_scatter_lower(ctx, x, *, axis_name, scatter_dimension):
+    from minijax.lax.reduce import scalar_region
+    groups = replica_groups(_lowering_axis_env(ctx), axis_name)
+    region = scalar_region(ctx, "add", x.aval.dtype)
+    attrs = {"scatter_dimension": f"{scatter_dimension} : i64",
+             "replica_groups": _groups_attr(groups), **spmd_attrs(ctx)}
+    if "channel_handle" in attrs:
+        attrs["use_global_device_ids"] = "unit"
+    return ctx.op("stablehlo.reduce_scatter", [x], ctx.avals_out[0], attrs, regions=[region])
+
+
+def _psum_scatter_batch(trace, vals, dims, *, axis_name, scatter_dimension):
+    from minijax import lax
+    from minijax.transforms.batching import bdim_at
+    (x,), (d,) = vals, dims
+    if trace.axis_name not in axis_name:
+        if d is None:
+            return psum_scatter_p.bind(x, axis_name=axis_name,
+                                       scatter_dimension=scatter_dimension), None
+        dim = scatter_dimension + (1 if d <= scatter_dimension else 0)
+        return psum_scatter_p.bind(x, axis_name=axis_name, scatter_dimension=dim), d
+    if len(axis_name) > 1:
+        raise NotImplementedError("psum_scatter over several axes at once under vmap")
+    n = trace.axis_size
+    x = bdim_at(x, d, n, 0)
+    total = lax.reduce_sum(x, (0,))  # every member's sum; member i keeps block i
+    shape = list(total.shape)
+    k = scatter_dimension
+    blocks = lax.reshape(total, tuple(shape[:k] + [n, shape[k] // n] + shape[k + 1:]))
+    return blocks, k
+
+
+def _psum_scatter_transpose(ct, x, *, axis_name, scatter_dimension):
+    return [all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=True)]
+
+
+defjvp_linear(psum_scatter_p)
+psum_scatter_p.def_transpose(_psum_scatter_transpose)
+psum_scatter_p.def_batch(_psum_scatter_batch)
+psum_scatter_p.def_rule("batch_always")(True)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
+    """Sum ``x`` over the named axis and give member ``i`` block ``i`` of the sum along
+    ``scatter_dimension`` (``tiled=False``: that dimension must be the axis size and is
+    removed)."""
+    from minijax import lax
+    from minijax.tree_util import tree_map
+    names = _axes_tuple(axis_name)
+    size = _check_axes(names)
+
+    def one(v):
+        aval = get_aval(v)
+        k = int(scatter_dimension)
+        if not tiled and (k >= aval.ndim or aval.shape[k] != size):
+            raise ValueError(f"psum_scatter: dimension {k} of {aval.str_short()} must equal "
+                             f"the axis size {size} (or pass tiled=True)")
+        out = psum_scatter_p.bind(v, axis_name=names, scatter_dimension=k)
+        if not tiled:
+            out = lax.reshape(out, aval.shape[:k] + aval.shape[k + 1:])
+        return out
+    return tree_map(one, x)
+
+
+# ---- all_to_all -----------------------------------------------------------------------------
+
+all_to_all_p = Primitive("all_to_all")
+
+
+@all_to_all_p.def_abstract_eval
+def _all_to_all_abstract(x, *, axis_name, split_axis, concat_axis):
+    size = _check_axes(axis_name)
+    for what, a in (("split_axis", split_axis), ("concat_axis", concat_axis)):
+        if not 0 <= a < x.ndim:
+            raise type_error("all_to_all", f"{what} {a} out of range", x)
+    if x.shape[split_axis] % size:
+        raise type_error("all_to_all", f"split_axis {split_axis} is not divisible by the "
+                         f"axis size {size}", x)
+    shape = list(x.shape)
+    shape[split_axis] //= size
+    shape[concat_axis] *= size
+    return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@all_to_all_p.def_lowering
+def _all_to_all_lower(ctx, x, *, axis_name, split_axis, concat_axis):
+    groups = replica_groups(_lowering_axis_env(ctx), axis_name)
+    attrs = {"split_dimension": f"{split_axis} : i64",
+             "concat_dimension": f"{concat_axis} : i64",
+             "split_count": f"{len(groups[0])} : i64",
+             "replica_groups": _groups_attr(groups), **spmd_attrs(ctx)}
+    return ctx.op("stablehlo.all_to_all", [x], ctx.avals_out[0], attrs)
+
+
+def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis):
+    return [all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
+                              concat_axis=split_axis)]
+
+
+def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis):
+    (x,), (d,) = vals, dims
+    if trace.axis_name in axis_name:
+        raise NotImplementedError("all_to_all over a vmapped axis")
+    if d is None:
+        return all_to_all_p.bind(x, axis_name=axis_name, split_axis=split_axis,
+                                 concat_axis=concat_axis), None
+    s = split_axis + (1 if d <= split_axis else 0)
+    c = concat_axis + (1 if d <= concat_axis else 0)
+    return all_to_all_p.bind(x, axis_name=axis_name, split_axis=s, concat_axis=c), d
+
+
+defjvp_linear(all_to_all_p)
+all_to_all_p.def_transpose(_all_to_all_transpose)
+all_to_all_p.def_batch(_all_to_all_batch)
+all_to_all_p.def_rule("batch_always")(True)
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+    """Split ``x`` into axis-size blocks along ``split_axis``, send block ``j`` to member
+    ``j``, and concatenate what arrives along ``concat_axis`` (``tiled=False``:
+    ``split_axis`` must be the axis size; it is removed and a new axis of that size is
+    inserted at ``concat_axis``)."""
+    from minijax import lax
+    from minijax.tree_util import tree_map
+    names = _axes_tuple(axis_name)
+    size = _check_axes(names)
+
+    def one(v):
+        aval = get_aval(v)
+        s, c = int(split_axis), int(concat_axis)
+        if tiled:
+            return all_to_all_p.bind(v, axis_name=names, split_axis=s, concat_axis=c)
+        if s >= aval.ndim or aval.shape[s] != size:
+            raise ValueError(f"all_to_all: split_axis {s} of {aval.str_short()} must equal "
+                             f"the axis size {size} (or pass tiled=True)")
+        # A new axis of size 1, filled by the exchange, placed so that it is at
+        # concat_axis once the split axis (then of size 1) is dropped.
+        q = c if c <= s else c + 1
+        shape = list(aval.shape)
+        shape.insert(q, 1)
+        s2 = s + (1 if q <= s else 0)
+        y = all_to_all_p.bind(lax.reshape(v, tuple(shape)), axis_name=names, split_axis=s2,
+                              concat_axis=q)
+        out = list(y.shape)
+        del out[s2]  # the split axis is now of size 1
+        return lax.reshape(y, tuple(out))
+    return tree_map(one, x)

@@ -47,8 +47,8 @@ from minijax.stages.dispatch import DispatchBase, make_constants
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_aliases,
                                      normalize_options, warn_unused_donations)
 from minijax.stages.jit_primitive import jit_p
-from minijax.stages.sharded import (Placement, interned_ids, placement_of, put_args,
-                                    sharding_attrs)
+from minijax.stages.sharded import (Placement, interned_ids, mesh_placement, placement_of,
+                                    put_args, sharding_attrs)
 from minijax.tree_util import tree_flatten, tree_flatten_with_path
 
 logger = logging.getLogger("minijax")
@@ -416,6 +416,8 @@ class Wrapped(DispatchBase):
                 device = self._placement(entry, leaves)
             else:
                 device = call_device(leaves)  # None: the default device; or a Placement
+                if not isinstance(device, Placement):  # a shard_map inside needs its mesh
+                    device = mesh_placement(entry.closed, leaves, device)
             if self._device is not None:
                 device = _placed(self._name, self._device, device)
             call = entry.calls.get((ctx, device))
@@ -519,6 +521,8 @@ class Wrapped(DispatchBase):
         # Sharded arguments or in/out_shardings: lowered and compiled for their devices.
         placement = (self._placement(entry, leaves) if self._shardings is not None
                      else call_device(leaves))
+        if not isinstance(placement, Placement):
+            placement = mesh_placement(entry.closed, leaves, placement)
         traced._placement = placement if isinstance(placement, Placement) else None
         return traced
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import weakref
+
+from minijax.lax.shard_map import shard_map_p
 from minijax.lax.sharding import sharding_constraint_p
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, _sharding_of_aval, intern_aval
@@ -140,3 +143,40 @@ def _sharding_constraint_impl(x, *, sharding):
 
 
 sharding_constraint_p.def_impl(_sharding_constraint_impl)
+
+
+# ---- shard_map: run eagerly, and jit calls whose only multi-device part is a shard_map ---
+
+_eager_shard_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shard_map_impl(*args, jaxpr, mesh, in_shardings, out_shardings, check_rep, name):
+    """Eagerly: a jit of the one call, its inputs laid out as the in_specs say."""
+    fn = _eager_shard_maps.get(jaxpr)
+    if fn is None:
+        from minijax.stages.jit import jit
+        params = dict(jaxpr=jaxpr, mesh=mesh, in_shardings=in_shardings,
+                      out_shardings=out_shardings, check_rep=check_rep, name=name)
+        fn = _eager_shard_maps[jaxpr] = jit(lambda *a: shard_map_p.bind(*a, **params),
+                                            in_shardings=tuple(in_shardings))
+    return fn(*args)
+
+
+shard_map_p.def_impl(_shard_map_impl)
+
+_meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Jaxpr -> mesh or None
+
+
+def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
+    """``device`` (a device or None), or, when ``closed`` calls ``shard_map`` at top level
+    and no argument is sharded, the placement replicating every argument over its mesh."""
+    jaxpr = closed.jaxpr
+    mesh = _meshes.get(jaxpr, False)
+    if mesh is False:
+        mesh = next((e.params["mesh"] for e in jaxpr.eqns if e.primitive is shard_map_p),
+                    None)
+        _meshes[jaxpr] = mesh
+    if mesh is None:
+        return device
+    rep = _sharding.NamedSharding(mesh, _sharding.PartitionSpec())
+    return placement_of(args, [rep] * len(args))

@@ -220,6 +220,102 @@ def donation():
     return dict(deleted=x.is_deleted(), value=np.array_equal(np.asarray(y), _x(8, 4) + 1))
 
 
+@case
+def shard_map_collectives():
+    """shard_map collectives against jax.shard_map, vmap(axis_name) and pmap."""
+    import jax
+    import minijax
+    from minijax import lax
+    from minijax.sharding import PartitionSpec as P
+    m = _mesh((8,), ("x",))
+    jm = _jax_mesh((8,), ("x",))
+    JP = jax.sharding.PartitionSpec
+    x = _x(64, 3)
+    bodies = {
+        "psum": (lambda L: lambda b: L.psum(b, "x"), (), False),
+        "pmean": (lambda L: lambda b: L.pmean(b, "x"), (), False),
+        "pmax": (lambda L: lambda b: L.pmax(b, "x"), (), False),
+        "pmin": (lambda L: lambda b: L.pmin(b, "x"), (), False),
+        "all_gather": (lambda L: lambda b: L.all_gather(b, "x", tiled=True), (), True),
+        "psum_scatter": (lambda L: lambda b: L.psum_scatter(b, "x", tiled=True), ("x",), False),
+        "psum_scatter_untiled": (lambda L: lambda b: L.psum_scatter(b.reshape(8, 1, 3), "x"),
+                                 ("x",), False),
+        "ppermute": (lambda L: lambda b: L.ppermute(b, "x", [(i, (i + 3) % 8)
+                                                              for i in range(8)]),
+                     ("x",), False),
+        "all_to_all": (lambda L: lambda b: L.all_to_all(b, "x", 0, 1), ("x",), False),
+        "all_to_all_tiled": (lambda L: lambda b: L.all_to_all(b, "x", 0, 0, tiled=True),
+                             ("x",), False),
+        "axis_index": (lambda L: lambda b: b * L.axis_index("x"), ("x",), False),
+    }
+    out = {}
+    for name, (body, ospec, norep) in bodies.items():
+        mine = minijax.jit(minijax.shard_map(body(lax), mesh=m, in_specs=P("x"),
+                                             out_specs=P(*ospec), check_rep=not norep))(x)
+        ref = jax.jit(jax.shard_map(body(jax.lax), mesh=jm, in_specs=JP("x"),
+                                    out_specs=JP(*ospec), check_vma=not norep))(x)
+        out[name] = (np.asarray(mine).shape == np.asarray(ref).shape and
+                     np.allclose(np.asarray(mine), np.asarray(ref), rtol=1e-6))
+    # the same collectives under vmap(axis_name) and pmap (block 0 of each)
+    blocks = x.reshape(8, 8, 3)
+    sm = np.asarray(minijax.shard_map(lambda b: lax.psum(b, "x") - lax.pmax(b, "x"), mesh=m,
+                                      in_specs=P("x"), out_specs=P())(x))
+    vm = np.asarray(minijax.vmap(lambda b: lax.psum(b, "i") - lax.pmax(b, "i"),
+                                 axis_name="i")(blocks))[0]
+    pm = np.asarray(minijax.pmap(lambda b: lax.psum(b, "i") - lax.pmax(b, "i"),
+                                 axis_name="i")(blocks))[0]
+    out["vs_vmap_pmap"] = np.allclose(sm, vm) and np.allclose(sm, pm)
+    hlo = minijax.jit(minijax.shard_map(lambda b: lax.psum(b, "x"), mesh=m, in_specs=P("x"),
+                                        out_specs=P())).lower(x).compile().as_text()
+    out["hlo"] = "all-reduce" in hlo and "f32[8,3]" in hlo
+    try:
+        minijax.shard_map(lambda b: b.sum(), mesh=m, in_specs=P("x"), out_specs=P())(x)
+        out["check_rep"] = None
+    except ValueError as e:
+        out["check_rep"] = str(e)
+    return out
+
+
+@case
+def shard_map_transforms():
+    import minijax
+    import minijax.numpy as jnp
+    from minijax import lax
+    from minijax.sharding import PartitionSpec as P
+    m = _mesh()
+    x, w = _x(8, 4), _x(4, 6) / 7
+
+    def loss(w, x):
+        body = lambda w, b: lax.pmean(jnp.sum(jnp.tanh(b @ w) ** 2), ("x", "y"))  # noqa: E731
+        return minijax.shard_map(body, mesh=m, in_specs=(P(), P(("x", "y"))), out_specs=P())(
+            w, x)
+
+    def ref(w, x):
+        return jnp.sum(jnp.tanh(x @ w) ** 2) / 8
+
+    def rep_out(w):  # an output replicated by construction: no psum in its gradient
+        return minijax.shard_map(lambda w: w * 3, mesh=m, in_specs=P(),
+                                 out_specs=P())(w).sum()
+
+    gm, gr = minijax.grad(loss)(w, x), minijax.grad(ref)(w, x)
+    jg = minijax.jit(minijax.grad(loss, argnums=(0, 1)))(w, x)
+    jr = minijax.grad(ref, argnums=(0, 1))(w, x)
+    f = minijax.shard_map(lambda b: lax.psum(b.sum(0), "x"), mesh=m, in_specs=P("x"),
+                          out_specs=P())
+    batched = minijax.vmap(f)(np.stack([x, 2 * x]))
+    jv = minijax.jvp(loss, (w, x), (np.ones_like(w), np.zeros_like(x)))
+    jvr = minijax.jvp(ref, (w, x), (np.ones_like(w), np.zeros_like(x)))
+    return dict(
+        value=np.allclose(np.asarray(loss(w, x)), np.asarray(ref(w, x)), rtol=1e-5),
+        grad=np.allclose(np.asarray(gm), np.asarray(gr), rtol=1e-4, atol=1e-6),
+        jit_grad=all(np.allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+                     for a, b in zip(jg, jr)),
+        rep_grad=np.allclose(np.asarray(minijax.grad(rep_out)(w)), 3.0),
+        vmap=np.allclose(np.asarray(batched), np.stack([x.sum(0), 2 * x.sum(0)]),
+                         rtol=1e-5),
+        jvp=np.allclose(np.asarray(jv[1]), np.asarray(jvr[1]), rtol=1e-4))
+
+
 def _worker(path):
     out = {}
     for name, fn in CASES.items():
@@ -323,3 +419,16 @@ def test_sharded_grad_vmap_constraint(results):
 def test_sharded_donation(results):
     r = get(results, "donation")
     assert r == dict(deleted=True, value=True)
+
+
+def test_shard_map_collectives_match_jax(results):
+    r = get(results, "shard_map_collectives")
+    for name, ok in r.items():
+        if name != "check_rep":
+            assert ok, name
+    assert "varies over mesh axis 'x'" in r["check_rep"]
+
+
+def test_shard_map_grad_jit_vmap(results):
+    r = get(results, "shard_map_transforms")
+    assert r == dict(value=True, grad=True, jit_grad=True, rep_grad=True, vmap=True, jvp=True)
