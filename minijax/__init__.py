@@ -12,7 +12,9 @@ from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionE
                                  UnexpectedTracerError)
 from minijax.core.trace import Tracer
 from minijax.runtime.array import Array
-from minijax.runtime.backend import default_backend, device_count, devices, local_devices
+from minijax.runtime.backend import (default_backend, device_count, devices,
+                                     local_device_count, local_devices, process_count,
+                                     process_index)
 from minijax.runtime.transfer import block_until_ready, device_put
 from minijax.runtime.make_array import (make_array_from_callback,
                                         make_array_from_process_local_data,
@@ -31,7 +33,7 @@ from minijax.stages import eager as _eager  # noqa: F401  (registers eager execu
 from minijax import lax, numpy, tree_util  # noqa: F401
 from minijax import errors  # noqa: F401  (after numpy: it names jnp's NonConcreteBooleanIndexError)
 from minijax import random  # noqa: F401
-from minijax import debug, sharding  # noqa: F401
+from minijax import debug, distributed, sharding  # noqa: F401
 from minijax.experimental.shard_map import shard_map
 from minijax.numpy import array_methods as _array_methods
 
@@ -48,7 +50,8 @@ __all__ = [
     "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
     "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",
-    "P", "debug", "make_array_from_callback", "make_array_from_process_local_data",
+    "P", "debug", "distributed", "local_device_count", "process_count", "process_index",
+    "make_array_from_callback", "make_array_from_process_local_data",
     "make_array_from_single_device_arrays", "make_mesh", "shard_map", "sharding",
     "random", "tree_util",
 ]

@@ -213,10 +213,15 @@ def _quiet_xla_logs() -> None:
 
 def _make_cpu() -> Backend:
     _quiet_xla_logs()
+    from minijax.runtime import distributed
     n = config.minijax_num_cpu_devices
     if n is not None and n < 1:
         raise ValueError(f"minijax_num_cpu_devices must be >= 1, got {n}")
-    client = xla_client.make_cpu_client(asynchronous=True, num_devices=n)
+    if distributed.state.local_device_ids is not None:
+        n = len(distributed.state.local_device_ids)
+    # After minijax.distributed.initialize: one client over every process's devices
+    client = xla_client.make_cpu_client(asynchronous=True, num_devices=n,
+                                        **distributed.cpu_client_kwargs())
     return Backend(client, "cpu", n)
 
 
@@ -371,18 +376,34 @@ def default_backend() -> str:
 
 
 def devices(backend: str | Backend | None = None) -> list[Device]:
-    """The devices of ``backend`` (default backend if None)."""
-    return list(get_backend(backend).devices)
+    """The devices of ``backend`` (default backend if None), of every process."""
+    b = get_backend(backend)
+    return list(b.client.devices())
 
 
 def local_devices(backend: str | Backend | None = None) -> list[Device]:
-    """The devices addressable from this process (all of them: single process)."""
+    """The devices addressable from this process."""
     return list(get_backend(backend).client.local_devices())
 
 
 def device_count(backend: str | Backend | None = None) -> int:
-    """Number of devices of ``backend`` (default backend if None)."""
+    """Number of devices of ``backend`` (default backend if None), of every process."""
+    return len(get_backend(backend).client.devices())
+
+
+def local_device_count(backend: str | Backend | None = None) -> int:
+    """Number of devices of this process."""
     return len(get_backend(backend).devices)
+
+
+def process_index(backend: str | Backend | None = None) -> int:
+    """This process's index among the processes of a distributed computation (0 alone)."""
+    return get_backend(backend).client.process_index()
+
+
+def process_count(backend: str | Backend | None = None) -> int:
+    """How many processes take part (1 unless ``minijax.distributed.initialize``)."""
+    return 1 + max(d.process_index for d in get_backend(backend).client.devices())
 
 
 def default_device() -> Device:
