@@ -27,6 +27,10 @@ from minijax.numpy._indexing import (NonConcreteBooleanIndexError, _getitem,
                                       _IndexUpdateHelper, take, take_along_axis)
 from minijax.numpy._reductions import (all, amax, amin, any, argmax, argmin, count_nonzero,
                                        cumprod, cumsum, max, mean, min, prod, std, sum, var)
+from minijax.numpy._setops import (
+    argpartition, argwhere, compress, extract, flatnonzero, intersect1d, isin, lexsort,
+    nonzero, partition, searchsorted, setdiff1d, setxor1d, sort_complex, trim_zeros, union1d,
+    unique, unique_all, unique_counts, unique_inverse, unique_values)
 from minijax.numpy._shape import (arange, array_split, astype, atleast_1d, atleast_2d,
                                    atleast_3d, broadcast_arrays, broadcast_to, concatenate,
                                    empty_like, expand_dims, eye, flatten, flip, fliplr, flipud,
@@ -58,8 +62,15 @@ pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
 newaxis = None
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):  # noqa: F811
+    """``x`` where ``condition`` else ``y``; with ``condition`` alone, ``nonzero(condition)``
+    (``size``/``fill_value`` make that jit-compatible)."""
     if x is None and y is None:
-        raise NotImplementedError("where(condition) with one argument needs a static size; "
-                                  "use nonzero on a concrete array")
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError(f"Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
     return _where3(condition, x, y)
