@@ -70,7 +70,9 @@ class ShardedExecutable(Executable):
         self._code_size = None
         self.placement = placement
         self.in_shardings = placement.in_shardings
-        hlos = [xla_client.HloSharding.from_proto(p) for p in loaded.get_output_shardings()]
+        protos = loaded.get_output_shardings()  # None when compiled for one device
+        hlos = ([xla_client.HloSharding.from_proto(p) for p in protos] if protos is not None
+                else [xla_client.HloSharding.replicate()] * len(out_avals))
         if len(hlos) != len(out_avals):  # one tuple sharding for all results
             hlos = [hlos[0]] * len(out_avals) if len(hlos) == 1 else hlos
         wanted = placement.out_shardings or (None,) * len(out_avals)
