@@ -440,7 +440,7 @@ def fold_in(key, data):
 def bits(key, shape: Sequence[int] = (), dtype=None, *, out_sharding=None):
     """Random bits of an unsigned integer dtype (default: uint32, uint64 with x64)."""
     words, _ = check_prng_key("bits", key)
-    dt = dtypes.default_uint() if dtype is None else dtypes.canonicalize(dtype)
+    dt = dtypes.default_uint() if dtype is None else dtypes.check_user_dtype(dtype, "bits")
     if not dtypes.is_unsigned(dt):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     return random_bits(words, dt.itemsize * 8, canonicalize_shape(shape))

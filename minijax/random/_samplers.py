@@ -39,7 +39,7 @@ class TypePromotionError(ValueError):
 def _float_dtype(name: str, dtype, kinds: str = "float"):
     """The canonical dtype asked for (default: the default float); ValueError unless it is a
     float dtype (``kinds="inexact"``: float or complex)."""
-    dt = dtypes.default_float() if dtype is None else dtypes.canonicalize(np.dtype(dtype))
+    dt = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, name)
     ok = dtypes.is_float(dt) if kinds == "float" else dtypes.is_inexact(dt)
     if not ok:
         what = "a float" if kinds == "float" else "a float or complex"
@@ -47,8 +47,8 @@ def _float_dtype(name: str, dtype, kinds: str = "float"):
     return dt
 
 
-def _int_dtype(dtype):
-    return dtypes.default_int() if dtype is None else dtypes.canonicalize(np.dtype(dtype))
+def _int_dtype(name: str, dtype):
+    return dtypes.default_int() if dtype is None else dtypes.check_user_dtype(dtype, name)
 
 
 def _broadcast_shapes(*shapes) -> tuple[int, ...]:
@@ -256,7 +256,7 @@ def randint(key, shape: Sequence[int], minval, maxval, dtype=None, *, out_shardi
     """Integers uniform in ``[minval, maxval)`` of an integer dtype (default int32)."""
     words, _ = check_prng_key("randint", key)
     _no_sharding(out_sharding)
-    dtype = _int_dtype(dtype)
+    dtype = _int_dtype("randint", dtype)
     shape = canonicalize_shape(shape)
     if not dtypes.is_int(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
@@ -529,7 +529,7 @@ def rademacher(key, shape: Sequence[int] = (), dtype=None, *, out_sharding=None)
     """-1 or +1 with equal probability (default dtype int32)."""
     words, _ = check_prng_key("rademacher", key)
     _no_sharding(out_sharding)
-    return _rademacher_jit(words, canonicalize_shape(shape), _int_dtype(dtype))
+    return _rademacher_jit(words, canonicalize_shape(shape), _int_dtype("rademacher", dtype))
 
 
 def _truncated_normal(key, lower, upper, shape, dtype):
@@ -920,7 +920,7 @@ def poisson(key, lam, shape: Sequence[int] | None = None, dtype=None, *, out_sha
     """Poisson(lam) samples of an integer dtype (default int32)."""
     words, _ = check_prng_key("poisson", key)
     _no_sharding(out_sharding)
-    dtype = _int_dtype(dtype)
+    dtype = _int_dtype("poisson", dtype)
     shape = canonicalize_shape(shape) if shape is not None else np.shape(lam)
     lam = jnp.broadcast_to(lam, shape)
     lam = lax.convert_element_type(lam, np.float32)
@@ -1225,7 +1225,7 @@ def geometric(key, p, shape: Sequence[int] | None = None, dtype=None, *, out_sha
     """Geometric samples (trials until the first success, >= 1) of an integer dtype."""
     words, _ = check_prng_key("geometric", key)
     _no_sharding(out_sharding)
-    dtype = _int_dtype(dtype)
+    dtype = _int_dtype("geometric", dtype)
     if not dtypes.is_int(dtype):
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
     shape = _check_broadcast_shapes("geometric", shape, p)

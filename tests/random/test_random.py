@@ -280,11 +280,13 @@ def test_errors_match_jax(name):
         f(mr)
 
 
-def test_negative_shapes_and_missing_implementations():
+def test_negative_shapes_narrowed_dtypes_and_missing_implementations():
     with pytest.raises(ValueError, match="negative"):
         mr.normal(mr.key(0), (-1,))
     with pytest.raises(NotImplementedError, match="rbg"):
         mr.key(0, impl="rbg")
+    with pytest.warns(UserWarning, match="float64 requested in uniform is not available"):
+        assert mr.uniform(mr.key(0), (2,), np.float64).dtype == np.float32
     with pytest.warns(FutureWarning):
         _check(mr.shuffle(mr.PRNGKey(1), X34, 1),
                jr.permutation(jr.PRNGKey(1), X34, 1, independent=True))
