@@ -163,13 +163,14 @@ class PRNGKeyArray:
         return PRNGKeyArray(self._impl, self._base[(*idx, slice(None))])
 
     def reshape(self, *shape, order: str = "C"):
+        if order != "C":
+            raise NotImplementedError("key arrays reshape in C order only")
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = tuple(shape[0])
         if -1 in shape:
             known = math.prod(d for d in shape if d != -1)
             shape = tuple(self.size // known if d == -1 else d for d in shape)
-        return PRNGKeyArray(self._impl, self._base.reshape(*shape, *self._impl.key_shape,
-                                                           order=order))
+        return PRNGKeyArray(self._impl, self._base.reshape(*shape, *self._impl.key_shape))
 
     def ravel(self, order: str = "C"):
         return self.reshape(self.size, order=order)
@@ -418,8 +419,6 @@ def PRNGKey(seed, *, impl=None):
 def split(key, num: int | Sequence[int] = 2):
     """Split a key into ``num`` new keys (shape ``(num,)``, or ``num`` itself if a tuple)."""
     data, typed = check_prng_key("split", key)
-    if get_aval(data).ndim > 1:  # (unreachable after check_prng_key; kept for clarity)
-        raise TypeError("split accepts a single key")
     shape = canonicalize_shape(num if isinstance(num, Sequence) else (num,), "num")
     return wrap_if(typed, split_data(data, shape))
 
