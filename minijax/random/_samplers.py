@@ -18,6 +18,7 @@ from functools import partial
 import numpy as np
 
 import minijax.numpy as jnp
+from minijax.numpy import linalg as jnp_linalg
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import Tracer, get_aval
@@ -1291,14 +1292,24 @@ def categorical(key, logits, axis: int = -1, shape: Sequence[int] | None = None,
 
 # ---- the ones that need linear algebra -------------------------------------------------------
 
-def _linalg(name: str, *functions: str):
-    la = getattr(jnp, "linalg", None)
-    missing = [f for f in functions if la is None or not hasattr(la, f)]
-    if missing:
-        raise NotImplementedError(
-            f"minijax.random.{name} needs minijax.numpy.linalg."
-            f"{'/'.join(missing)}, which minijax does not have yet")
-    return la
+def _multivariate_normal(key, mean, cov, shape, dtype, method):
+    if shape is None:
+        shape = _broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    else:
+        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    if method == "svd":
+        u, s, _ = jnp_linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = jnp_linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = jnp_linalg.cholesky(cov)
+    samples = _normal(key, shape + mean.shape[-1:], dtype)
+    return mean + jnp.einsum("...ij,...j->...i", factor, samples)
+
+
+_multivariate_normal_jit = jit(_multivariate_normal, static_argnums=(3, 4, 5))
 
 
 def multivariate_normal(key, mean, cov, shape: Sequence[int] | None = None, dtype=None,
@@ -1314,6 +1325,8 @@ def multivariate_normal(key, mean, cov, shape: Sequence[int] | None = None, dtyp
     if not dtypes.is_float(dtype):
         raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, got "
                          f"{dtype}")
+    if shape is not None:
+        shape = canonicalize_shape(shape)
     if mean.ndim < 1:
         raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
                          f"{mean.ndim}")
@@ -1324,22 +1337,18 @@ def multivariate_normal(key, mean, cov, shape: Sequence[int] | None = None, dtyp
     if cov.shape[-2:] != (n, n):
         raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
                          f"but got cov.shape == {cov.shape}.")
-    if shape is None:
-        shape = _broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
-    else:
-        shape = canonicalize_shape(shape)
-        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
-    la = _linalg("multivariate_normal", method)
-    if method == "svd":
-        u, s, _ = la.svd(cov)
-        factor = u * jnp.sqrt(s[..., None, :])
-    elif method == "eigh":
-        w, v = la.eigh(cov)
-        factor = v * jnp.sqrt(w[..., None, :])
-    else:
-        factor = la.cholesky(cov)
-    samples = normal(words, shape + mean.shape[-1:], dtype)
-    return mean + jnp.einsum("...ij,...j->...i", factor, samples)
+    return _multivariate_normal_jit(words, mean, cov, shape, dtype, method)
+
+
+def _orthogonal(key, n, m, shape, dtype):
+    z = _normal(key, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = jnp_linalg.qr(z)
+    d = jnp_linalg.diagonal(r)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+_orthogonal_jit = jit(_orthogonal, static_argnums=(1, 2, 3, 4))
 
 
 def orthogonal(key, n: int, shape: Sequence[int] = (), dtype=None, m: int | None = None, *,
@@ -1351,10 +1360,6 @@ def orthogonal(key, n: int, shape: Sequence[int] = (), dtype=None, m: int | None
     words, _ = check_prng_key("orthogonal", key)
     _no_sharding(out_sharding)
     dtype = _float_dtype("orthogonal", dtype, "inexact")
-    n, m = int(n), int(m)
-    la = _linalg("orthogonal", "qr")
-    z = normal(words, (*shape, max(n, m), min(n, m)), dtype)
-    q, r = la.qr(z)
-    d = jnp.diagonal(r, axis1=-2, axis2=-1) if hasattr(jnp, "diagonal") else la.diagonal(r)
-    x = q * jnp.expand_dims(jnp.sign(d), -2)
-    return jnp.swapaxes(x, -1, -2) if n < m else x
+    n = int(n.to_concrete("orthogonal") if isinstance(n, Tracer) else n)
+    m = int(m.to_concrete("orthogonal") if isinstance(m, Tracer) else m)
+    return _orthogonal_jit(words, n, m, shape, dtype)
