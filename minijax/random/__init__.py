@@ -11,7 +11,6 @@ same samples up to float rounding, eagerly and under ``jit``, ``vmap`` and ``gra
 
 Keys come as raw ``uint32[2]`` arrays (``PRNGKey``) or as typed key arrays (``key``,
 dtype ``key<fry>``); ``key_data`` and ``wrap_key_data`` convert between them.
-``multivariate_normal`` and ``orthogonal`` need ``minijax.numpy.linalg``.
 """
 
 from minijax.random._keys import (KeyTy, PRNGKey, PRNGKeyArray, bits, clone, fold_in, key,
