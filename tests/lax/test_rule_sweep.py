@@ -314,6 +314,12 @@ case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), C6
 case("dot_general", lambda L, a, b: L.dot_general(a, b, _MATMUL), Arg((2, 3), I32),
      Arg((3, 2), I32), label="int32")
 
+# fft: the four transform types; rfft/irfft are linear over the reals (jax's transposes)
+case("fft", lambda L, x: L.fft(x, L.FftType.FFT, (4,)), Arg((3, 4), C64))
+case("fft", lambda L, x: L.fft(x, L.FftType.IFFT, (3, 4)), Arg((3, 4), C64), label="ifft2")
+case("fft", lambda L, x: L.fft(x, L.FftType.RFFT, (4,)), Arg((3, 4)), label="rfft")
+case("fft", lambda L, x: L.fft(x, L.FftType.IRFFT, (4,)), Arg((3, 3), C64), label="irfft")
+
 # linear algebra (minijax.lax.linalg; LAPACK on CPU). Decompositions of matrices built
 # inside the case so that they are well conditioned: _spd(L, x) = x x^T + 3 I.
 _EYE3 = np.eye(3, dtype=np.float32)
@@ -606,7 +612,7 @@ LINEAR = {
     "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-mul", "sort", "cond",
     "scan", "jit", "checkpoint", "custom_lin", "xla_metadata_value", "psum", "all_gather",
     "ppermute", "triangular_solve", "tridiagonal_solve", "ormqr", "conv_general_dilated",
-    "reduce_window_sum", "select_and_gather_add", "select_and_scatter_add",
+    "reduce_window_sum", "select_and_gather_add", "select_and_scatter_add", "fft",
 }
 
 # Rules a primitive may lack, each with the reason.
