@@ -68,10 +68,21 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+        # Fields are set once, through the slot descriptors: a ShapedArray is immutable
+        # (avals are shared and interned, so changing one in place would change the type
+        # of every array and tracer holding it).
+        shape, dtype, weak_type = tuple(shape), np.dtype(dtype), bool(weak_type)
+        _set_shape(self, shape)
+        _set_dtype(self, dtype)
+        _set_weak_type(self, weak_type)
+        _set_hash(self, hash((shape, dtype, weak_type)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"ShapedArray is immutable: cannot set {name!r}; "
+                             f"use .update({name}=...) for a changed copy")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"ShapedArray is immutable: cannot delete {name!r}")
 
     @property
     def ndim(self) -> int:
@@ -105,6 +116,12 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
     __str__ = str_short
+
+
+_set_shape = ShapedArray.shape.__set__
+_set_dtype = ShapedArray.dtype.__set__
+_set_weak_type = ShapedArray.weak_type.__set__
+_set_hash = ShapedArray._hash.__set__
 
 
 class ShapeDtypeStruct:
