@@ -32,7 +32,8 @@ from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive, T
                                 _leaked, _state, eval_jaxpr, get_aval, merge_ctx,
                                 trace_to_jaxpr, use_trace, user_source)
 from minijax.core.traceback_util import add_equation_source, api_boundary
-from minijax.tree_util import Partial, tree_flatten, tree_unflatten
+from minijax.tree_util import (Partial, keystr, tree_flatten, tree_flatten_with_path,
+                                tree_unflatten)
 
 # ---- symbolic zeros and tangent types ------------------------------------------------------
 
@@ -645,14 +646,21 @@ class _PullbackSpec:
             if ca.shape != a.shape or (ca.dtype != expected.dtype
                                        and expected.dtype != dtypes.float0):
                 raise ValueError(
-                    f"unexpected type for cotangent {i} given to the vjp function: got "
-                    f"{ca.str_short()}, but expected {expected.str_short()} because the "
-                    f"corresponding output of the function has type {a.str_short()}")
+                    f"unexpected type for the cotangent {_leaf_name(cts[0], i)} given to the "
+                    f"vjp function: got {ca.str_short()}, but expected "
+                    f"{expected.str_short()} because the corresponding output of the "
+                    f"function has type {a.str_short()}")
         args = [UndefinedPrimal(a) for a in self.in_ct_avals]
         cts_all = list(ct_flat) + [Zero(a) for a in self.aux_avals]
         cts_in = backward_pass(self.lin, residuals, args, cts_all)
         cts_in = [_as_array(instantiate(c)) for c in cts_in]
         return tuple(tree_unflatten(self.p_tree, cts_in))
+
+
+def _leaf_name(tree, i: int) -> str:
+    """How to name leaf ``i`` of ``tree`` to a user: its key path (``ct['v'][0]``)."""
+    path = tree_flatten_with_path(tree)[0][i][0]
+    return "ct" + keystr(path) if path else "ct (the whole cotangent)"
 
 
 def _as_array(x):

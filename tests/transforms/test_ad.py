@@ -264,3 +264,13 @@ def test_checkpoint_static_argnums_stay_python_values():
     g = minijax.checkpoint(f, static_argnums=(1,))
     want = float(jax.grad(lambda x: jjnp.sin(jjnp.sin(jjnp.sin(x))))(0.5))
     assert float(minijax.grad(g)(0.5, 3)) == pytest.approx(want, rel=1e-6)
+
+
+def test_vjp_cotangent_of_the_wrong_type_names_its_place_in_the_output():
+    _, f_vjp = minijax.vjp(lambda d: {"a": d["v"] * 2, "b": [d["v"], d["v"]]},
+                           {"v": jnp.ones(3)})
+    with pytest.raises(ValueError, match=r"cotangent ct\['b'\]\[1\].*got i32\[3\].*f32\[3\]"):
+        f_vjp({"a": jnp.ones(3), "b": [jnp.ones(3), jnp.ones(3, jnp.int32)]})
+    _, f_vjp = minijax.vjp(lambda x: x * 2, jnp.ones(3))
+    with pytest.raises(ValueError, match=r"the whole cotangent.*got f32\[4\]"):
+        f_vjp(jnp.ones(4))
