@@ -21,13 +21,12 @@ The operations follow jax's default ``jax_threefry_partitionable=True`` streams:
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 
 import numpy as np
 
 from minijax import lax
-from minijax.core import dtypes
+from minijax.core import aval, dtypes
 from minijax.core.trace import Tracer, get_aval
 from minijax.lax.prng import iota_2x32_shape, threefry2x32, threefry_2x32
 from minijax.runtime.array import Array
@@ -357,13 +356,7 @@ def split_data(key, shape: tuple[int, ...]):
 
 def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
     """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        out = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                        f"{shape}.") from None
+    out = aval.canonicalize_shape(shape, what)
     if any(d < 0 for d in out):
         raise ValueError(f"{what} must not have negative dimensions, got {out}")
     return out
