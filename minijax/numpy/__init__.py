@@ -14,6 +14,19 @@ from minijax.numpy._dtypes_api import (
     iterable, ndim, number, object_, printoptions, promote_types, result_type,
     set_printoptions, shape, signedinteger, single, size, uint, uint1, uint2, uint4, uint8,
     uint16, uint32, uint64, unsignedinteger)
+from minijax.numpy._arrays import (
+    append, apply_along_axis, apply_over_axes, array_equal, array_equiv, block,
+    broadcast_shapes, choose, column_stack, concat, copy, cross, delete, diag, diagflat,
+    diagonal, diff, dsplit, dstack, ediff1d, einsum_path, hsplit, insert, kron, matrix_transpose,
+    matvec, piecewise, resize, roll, rollaxis, rot90, select, trace, tri, unstack, vecdot,
+    vecmat, vsplit)
+from minijax.numpy._construct import (array_repr, array_str, from_dlpack, frombuffer, fromfile,
+                                      fromfunction, fromiter, fromstring, geomspace, load,
+                                      logspace, packbits, save, savez, unpackbits)
+from minijax.numpy._index_tricks import (
+    c_, diag_indices, diag_indices_from, fill_diagonal, index_exp, indices, ix_, mask_indices,
+    meshgrid, mgrid, ogrid, place, put, put_along_axis, r_, ravel_multi_index, s_,
+    tril_indices, tril_indices_from, triu_indices, triu_indices_from, unravel_index)
 from minijax.numpy._math import (
     acos, acosh, allclose, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctanh, asin,
     asinh, atan, atan2, atanh, bitwise_count, bitwise_invert, bitwise_left_shift,
@@ -50,6 +63,7 @@ from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_
                                    round, sign, sin, sqrt, square, subtract, tan, tanh,
                                    true_divide)
 from minijax.numpy._ufuncs import where_ as _where3
+from minijax.numpy._vectorize import frompyfunc, ufunc, vectorize
 from minijax.numpy import linalg
 from minijax.numpy import fft  # noqa: F401  (the minijax.numpy.fft module)
 
