@@ -104,6 +104,7 @@ SAME_AS_JAX = [
     ("integer_pow float exponent", lambda m: m.lax.integer_pow(m.jnp.ones(3), 2.5), "2.5"),
     ("integer_pow string exponent", lambda m: m.lax.integer_pow(m.jnp.ones(3), "3"), "'3'"),
     ("integer_pow None exponent", lambda m: m.lax.integer_pow(m.jnp.ones(3), None), "None"),
+    ("top_k float k", lambda m: m.lax.top_k(m.jnp.arange(5.0), 2.5), "2.5"),
     ("eval_shape float ShapeDtypeStruct",
      lambda m: m.top.eval_shape(lambda x: x, m.top.ShapeDtypeStruct((2.5,), np.float32)), "2.5"),
     ("traced size under jit", lambda m: m.top.jit(lambda n: m.jnp.zeros(n))(3), "static"),

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax._util import broadcast_operand, broadcast_shapes_scalar, type_error
 from minijax.lax.shape import concatenate, reshape
@@ -149,7 +149,7 @@ iota_2x32_shape_p.def_lowering(_iota_2x32_shape_lower)
 def iota_2x32_shape(shape: Sequence[int]):
     """The row-major index of each element of ``shape`` as a 64-bit count, returned as
     two uint32 arrays ``(high_words, low_words)`` of that shape."""
-    shape = tuple(int(d) for d in shape)
+    shape = canonicalize_shape(shape, "shape of iota_2x32_shape")
     if any(d < 0 for d in shape):
         raise ValueError(f"iota_2x32_shape: negative dimension in shape {shape}")
     if math.prod(shape) > 2 ** 64:

@@ -12,7 +12,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import type_error
+from minijax.lax._util import static_int, type_error
 from minijax.lax.shape import canonicalize_axis, reshape
 from minijax.lax.slicing import GatherDimensionNumbers, gather
 from minijax.lowering.types import i64_array
@@ -112,7 +112,7 @@ def top_k(operand, k: int, *, axis: int = -1):
     >>> top_k(np.array([9., 3., 6., 4., 10.]), 3)
     (Array([10.,  9.,  6.], dtype=float32), Array([4, 0, 2], dtype=int32))
     """
-    k = int(k)
+    k = static_int(k, "k argument to top_k")
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     aval = get_aval(operand)
