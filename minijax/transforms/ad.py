@@ -709,17 +709,44 @@ def _argnums_tuple(argnums, nargs: int, error: type[Exception] = TypeError) -> t
     return tuple(a % nargs for a in nums)
 
 
-def _check_grad_input(x, path: str, allow_int: bool) -> None:
+def check_input_dtype(name: str, x, holomorphic: bool, allow_int: bool) -> None:
+    """Raise jax's TypeError when ``x`` cannot be an input differentiated by reverse mode.
+
+    ``grad``, ``value_and_grad`` and ``jacrev`` take real and complex inputs, integer and
+    boolean ones only with ``allow_int``, and with ``holomorphic=True`` complex ones only.
+    The gradient of a real-valued ``f`` at a complex ``z = x + 1j * y`` is, as in jax, the
+    vjp of the cotangent 1.0: ``df/dx - 1j * df/dy`` (``2 * conj(z)`` for ``abs(z) ** 2``).
+    """
     dt = get_aval(x).dtype
-    if dtypes.is_float(dt) or (allow_int and not dtypes.is_complex(dt)):
-        return
-    if dtypes.is_complex(dt):
-        raise TypeError(f"grad requires real-valued inputs for {path}; got {dt.name}. Use "
-                        "holomorphic=True for complex functions, or vjp.")
-    raise TypeError(
-        f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-        f"np.inexact), but got {dt.name} for {path}. If you want to use Boolean- or "
-        f"integer-valued inputs, use vjp or set allow_int to True.")
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {dt.name}.")
+    if not dtypes.is_inexact(dt) and not allow_int:
+        raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that "
+                        f"is a sub-dtype of np.inexact), but got {dt.name}. If you want to "
+                        f"use Boolean- or integer-valued inputs, use vjp or set allow_int "
+                        f"to True.")
+
+
+def check_output_dtype(name: str, x, holomorphic: bool) -> None:
+    """Raise jax's TypeError when ``x`` cannot be an output differentiated by reverse mode:
+    real outputs only, complex ones only (and always) with ``holomorphic=True``."""
+    dt = get_aval(x).dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {dt.name}.")
+    elif dtypes.is_complex(dt):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                        f"differentiation, pass holomorphic=True. For differentiation of "
+                        f"non-holomorphic functions involving complex outputs, use vjp "
+                        f"directly.")
+    elif not dtypes.is_float(dt):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For "
+                        f"differentiation of functions with integer outputs, use vjp "
+                        f"directly.")
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -728,9 +755,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     def vg(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args))
         dyn = [args[i] for i in nums]
-        for i, a in zip(nums, dyn):
-            for leaf in tree_flatten(a)[0]:
-                _check_grad_input(leaf, f"argument {i}", allow_int)
+        for leaf in tree_flatten(dyn)[0]:
+            check_input_dtype("grad", leaf, holomorphic, allow_int)
 
         def partial_fun(*dyn_args):
             full = list(args)
@@ -745,10 +771,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             shape = oa.shape if oa is not None else type(out).__name__
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
                             f"shape: {shape}.")
-        if not dtypes.is_float(oa.dtype) and not (holomorphic and dtypes.is_complex(oa.dtype)):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
-                            f"sub-dtype of np.floating), but got {oa.dtype.name}. For "
-                            f"holomorphic differentiation, pass holomorphic=True.")
+        check_output_dtype("grad", out, holomorphic)
         g = pullback(np.ones((), oa.dtype))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         if has_aux:
@@ -762,7 +785,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          holomorphic: bool = False, allow_int: bool = False) -> Callable:
-    """The gradient of scalar-valued ``fun``; mirrors ``jax.grad``."""
+    """The gradient of scalar-valued ``fun``; mirrors ``jax.grad``.
+
+    ``fun`` returns a real scalar, or with ``holomorphic=True`` (complex inputs only) a
+    complex one, whose gradient is then the complex derivative ``f'(z)``. A real ``fun`` of
+    a complex ``z = x + 1j * y`` has, as in jax, the gradient ``df/dx - 1j * df/dy``.
+    """
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     def g(*args, **kwargs):

@@ -14,18 +14,27 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.core.traceback_util import api_boundary
-from minijax.transforms.ad import _argnums_tuple, jvp, vjp
+from minijax.transforms.ad import (_argnums_tuple, check_input_dtype, check_output_dtype,
+                                   jvp, vjp)
 from minijax.transforms.batching import vmap
 from minijax.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
-def _check_inexact(name: str, leaves, holomorphic: bool) -> None:
-    for x in leaves:
-        dt = get_aval(x).dtype
-        if not dtypes.is_inexact(dt) or (dtypes.is_complex(dt) and not holomorphic):
-            raise TypeError(f"{name} requires real-valued inputs (input dtype that is a "
-                            f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
-                            f"differentiation, pass holomorphic=True.")
+def _check_jacfwd_input(x, holomorphic: bool) -> None:
+    """jax's TypeError for a ``jacfwd`` input: real ones, or complex ones with
+    ``holomorphic=True`` (forward mode pushes a real basis, so a non-holomorphic function of
+    complex inputs needs ``jvp`` directly)."""
+    dt = get_aval(x).dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex "
+                            f"dtype, but got {dt.name}.")
+    elif not dtypes.is_float(dt):
+        raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                        f"differentiation, pass holomorphic=True. For differentiation of "
+                        f"non-holomorphic functions involving complex inputs or integer "
+                        f"inputs, use jvp directly.")
 
 
 def _std_basis(leaves) -> list[np.ndarray]:
@@ -41,6 +50,21 @@ def _std_basis(leaves) -> list[np.ndarray]:
         out.append(eye[:, start:start + s].reshape((n,) + aval.shape).astype(aval.dtype))
         start += s
     return out
+
+
+def _cast_like(block, example):
+    """``block`` in the dtype of ``example``, as jax returns Jacobian blocks: the real part
+    where ``block`` is complex and ``example`` real, zeros where ``example`` is an integer
+    or boolean (whose tangents are float0)."""
+    from minijax import numpy as jnp
+    dt, aval = get_aval(example).dtype, get_aval(block)
+    if aval.dtype == dt:
+        return block
+    if not dtypes.is_inexact(dt):
+        return jnp.zeros(aval.shape, dt)
+    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(dt):
+        block = jnp.real(block)
+    return block.astype(dt)
 
 
 def _split_last(jac, in_leaves, axis_first: bool):
@@ -68,7 +92,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         nums = _argnums_tuple(argnums, len(args), ValueError)
         dyn = tuple(args[i] for i in nums)
         in_leaves, in_tree = tree_flatten(dyn)
-        _check_inexact("jacfwd", in_leaves, holomorphic)
+        for x in in_leaves:
+            _check_jacfwd_input(x, holomorphic)
 
         def f_flat(*xs):
             full = list(args)
@@ -77,16 +102,20 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             return fun(*full, **kwargs)
 
         def push(*tangents):
-            out = jvp(f_flat, tuple(in_leaves), tuple(tangents), has_aux=has_aux)
-            return (out[1], out[2]) if has_aux else out[1]
+            return jvp(f_flat, tuple(in_leaves), tuple(tangents), has_aux=has_aux)
 
         basis = _std_basis(in_leaves)
-        res = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
-        jac, aux = res if has_aux else (res, None)
+        res = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*basis)
+        y, jac, aux = res if has_aux else (*res, None)
+        if holomorphic:
+            for o in tree_flatten(y)[0]:
+                if not dtypes.is_complex(get_aval(o).dtype):
+                    raise TypeError(f"jacfwd with holomorphic=True requires outputs with "
+                                    f"complex dtype, but got {get_aval(o).dtype.name}.")
         # each output leaf holds a pytree like the differentiated argument(s)
         arg_tree = tree_flatten(dyn[0])[1] if isinstance(argnums, int) else in_tree
-        jac = tree_map(lambda j: tree_unflatten(arg_tree, _split_last(j, in_leaves, False)),
-                       jac)
+        jac = tree_map(lambda o, j: tree_unflatten(
+            arg_tree, [_cast_like(b, o) for b in _split_last(j, in_leaves, False)]), y, jac)
         return (jac, aux) if has_aux else jac
 
     return api_boundary(jacfun)
@@ -99,7 +128,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         nums = _argnums_tuple(argnums, len(args), ValueError)
         dyn = tuple(args[i] for i in nums)
         in_leaves, in_tree = tree_flatten(dyn)
-        _check_inexact("jacrev", in_leaves, holomorphic)
+        for x in in_leaves:
+            check_input_dtype("jacrev", x, holomorphic, allow_int)
 
         def f_part(*xs):
             full = list(args)
@@ -110,12 +140,15 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         res = vjp(f_part, *dyn, has_aux=has_aux)
         y, pullback = res[0], res[1]
         out_leaves, out_tree = tree_flatten(y)
+        for o in out_leaves:
+            check_output_dtype("jacrev", o, holomorphic)
         basis = _std_basis(out_leaves)
         cts = vmap(lambda *c: pullback(tree_unflatten(out_tree, c)))(*basis)
         # cts: tree of dyn with leading basis axis of total output size
         ct_leaves = tree_flatten(cts)[0]
         per_out = [_split_last(c, out_leaves, True) for c in ct_leaves]  # [in][out]
-        blocks = [[per_out[i][o] for i in range(len(in_leaves))] for o in range(len(out_leaves))]
+        blocks = [[_cast_like(per_out[i][o], x) for i, x in enumerate(in_leaves)]
+                  for o in range(len(out_leaves))]
         arg_tree = tree_flatten(dyn[0])[1] if isinstance(argnums, int) else in_tree
         jac = tree_unflatten(out_tree, [tree_unflatten(arg_tree, b) for b in blocks])
         return (jac, res[2]) if has_aux else jac

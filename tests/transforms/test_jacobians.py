@@ -49,5 +49,5 @@ def test_hessian_of_quadratic_is_exact():
 
 
 def test_integer_input_error():
-    with pytest.raises(TypeError, match="jacrev requires real-valued inputs"):
+    with pytest.raises(TypeError, match="jacrev requires real- or complex-valued inputs"):
         minijax.jacrev(lambda v: v * 2)(np.arange(3))
