@@ -15,7 +15,8 @@ from minijax.runtime.array import Array
 from minijax.runtime.backend import (default_backend, device_count, devices,
                                      local_device_count, local_devices, process_count,
                                      process_index)
-from minijax.runtime.transfer import block_until_ready, device_put
+from minijax.runtime.transfer import block_until_ready, device_get
+from minijax.runtime.transfer import device_put_tree as device_put
 from minijax.runtime.make_array import (make_array_from_callback,
                                         make_array_from_process_local_data,
                                         make_array_from_single_device_arrays)
@@ -46,7 +47,8 @@ __all__ = [
     "Array", "ConcretizationTypeError", "ShapeDtypeStruct", "ShapedArray",
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError", "block_until_ready", "config", "default_backend", "device_count",
-    "device_put", "devices", "errors", "eval_shape", "grad", "jit", "jvp", "lax", "linearize",
+    "device_get", "device_put", "devices", "errors", "eval_shape", "grad", "jit", "jvp", "lax",
+    "linearize",
     "value_and_grad", "vjp", "vmap", "jacfwd", "jacrev", "hessian", "checkpoint",
     "custom_jvp", "custom_vjp", "remat",
     "local_devices", "make_jaxpr", "numpy", "pmap", "xla_computation",

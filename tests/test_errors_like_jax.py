@@ -212,6 +212,7 @@ MISTAKES = [
     traced("item of a tracer", lambda m, x: x.item(), f32()),
     traced("len of a scalar tracer", lambda m, x: len(x), f32()),
     traced("zeros of a traced shape", lambda m, n: m.jnp.zeros(n), 3),
+    traced("ones of a traced shape", lambda m, n: m.jnp.ones((n, 2)), 3),
     traced("arange of a traced stop", lambda m, n: m.jnp.arange(n), 3),
     traced("eye of a traced size", lambda m, n: m.jnp.eye(n), 3),
     traced("repeat traced repeats", lambda m, x, r: m.jnp.repeat(x, r), f32(3), 2),

@@ -23,12 +23,15 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.lru import LRUCache
+from minijax.core.trace import Tracer
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharding as _sharding
+from minijax.runtime.pytree import registry
 from minijax.runtime.array import (Array, _Locked, _sharding_of_aval, _wrap, intern_aval,
                                    to_numpy)
 
-__all__ = ["block_until_ready", "device_put", "put_numpy", "to_numpy"]
+__all__ = ["block_until_ready", "device_get", "device_put", "device_put_tree", "put_numpy",
+           "to_numpy"]
 
 _batched_device_put = _jax.batched_device_put
 _ZERO_COPY = _jax.HostBufferSemantics.ZERO_COPY
@@ -307,7 +310,7 @@ def _put_rows(x: Array) -> list[Array]:
             for i in range(aval.shape[0])]
 
 
-_flatten = _jax.pytree.default_registry().flatten
+_flatten = registry.flatten
 
 
 def block_until_ready(x: Any) -> Any:
@@ -319,3 +322,74 @@ def block_until_ready(x: Any) -> Any:
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x
+
+
+def _is_placement(d: Any) -> bool:
+    return d is None or isinstance(d, (_backend.Device, _sharding.Sharding,
+                                       _jax.SingleDeviceSharding))
+
+
+_SINGLE_LEAF = frozenset((Array, np.ndarray) + _PY_SCALARS)
+
+
+def device_put_tree(x: Any, device: Any = None) -> Any:
+    """``minijax.device_put``: put every leaf of the pytree ``x`` on a device, as jax.
+
+    Parameters
+    ----------
+    x : pytree
+        Arrays, scalars, or (nested) containers of them; each leaf goes through
+        ``device_put`` (so a list is a container of leaves here, not one array).
+    device : Device, sharding, pytree of them, or None
+        Where each leaf goes: one device or sharding for all, or a pytree prefix of ``x``
+        whose leaves (devices, shardings, or None for the default device) apply to the
+        leaves of ``x`` under them.
+
+    Returns
+    -------
+    pytree
+        ``x``'s structure with ``Array`` leaves. Under a trace (inside ``jit``, ``grad``,
+        ...) traced leaves are returned unchanged, as jax's ``device_put`` is then the
+        identity on values.
+
+    Raises
+    ------
+    ValueError
+        When ``device`` is a pytree that is not a prefix of ``x``.
+    TypeError
+        When a leaf is not an array value.
+    """
+    if type(x) in _SINGLE_LEAF and _is_placement(device):
+        return device_put(x, device)
+    leaves, treedef = registry.flatten(x)
+    if _is_placement(device):
+        targets = [device] * len(leaves)
+    else:
+        d_leaves, d_tree = registry.flatten(device, _is_placement)
+        try:
+            subtrees = d_tree.flatten_up_to(x)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"device_put device specification must be a tree prefix of "
+                             f"the corresponding value, got specification {device!r} for "
+                             f"value tree {treedef}.") from e
+        targets = [d for d, sub in zip(d_leaves, subtrees)
+                   for _ in range(registry.flatten(sub)[1].num_leaves)]
+    out = [leaf if isinstance(leaf, Tracer) else device_put(leaf, d)
+           for leaf, d in zip(leaves, targets)]
+    return treedef.unflatten(out)
+
+
+def device_get(x: Any) -> Any:
+    """Copy the arrays of the pytree ``x`` to the host, as ``jax.device_get``.
+
+    Every leaf with ``__array__`` (minijax ``Array``s, NumPy scalars) becomes a NumPy
+    array; other leaves (Python scalars, and traced values under a trace) are returned
+    unchanged. The device-to-host copies of all arrays are started before any is waited on.
+    """
+    leaves, treedef = registry.flatten(x)
+    for leaf in leaves:
+        if type(leaf) is Array:
+            leaf.copy_to_host_async()
+    out = [leaf if isinstance(leaf, Tracer) or not hasattr(leaf, "__array__")
+           else leaf.__array__() for leaf in leaves]
+    return treedef.unflatten(out)
