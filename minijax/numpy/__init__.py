@@ -40,6 +40,9 @@ from minijax.numpy._indexing import (NonConcreteBooleanIndexError, _getitem,
                                       _IndexUpdateHelper, take, take_along_axis)
 from minijax.numpy._reductions import (all, amax, amin, any, argmax, argmin, count_nonzero,
                                        cumprod, cumsum, max, mean, min, prod, std, sum, var)
+from minijax.numpy._polynomial import (convolve, correlate, poly, polyadd, polyder, polydiv,
+                                       polyfit, polyint, polymul, polysub, polyval, roots,
+                                       vander)
 from minijax.numpy._setops import (
     argpartition, argwhere, compress, extract, flatnonzero, intersect1d, isin, lexsort,
     nonzero, partition, searchsorted, setdiff1d, setxor1d, sort_complex, trim_zeros, union1d,
@@ -52,6 +55,11 @@ from minijax.numpy._shape import (arange, array_split, astype, atleast_1d, atlea
                                    stack, swapaxes, tile, transpose, tril, triu, vstack,
                                    zeros_like)
 from minijax.numpy._sorting import argsort, sort
+from minijax.numpy._statistics import (
+    average, bincount, corrcoef, cov, cumulative_prod, cumulative_sum, digitize, gradient,
+    histogram, histogram2d, histogram_bin_edges, histogramdd, interp, median, nanargmax,
+    nanargmin, nancumprod, nancumsum, nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod,
+    nanquantile, nanstd, nansum, nanvar, percentile, ptp, quantile, trapezoid, unwrap)
 from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_and,
                                    bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clip, cos,
                                    divide, divmod, equal, exp, exp2, expm1, float_power, floor,
@@ -64,6 +72,7 @@ from minijax.numpy._ufuncs import (abs, absolute, add, arctan2, around, bitwise_
                                    true_divide)
 from minijax.numpy._ufuncs import where_ as _where3
 from minijax.numpy._vectorize import frompyfunc, ufunc, vectorize
+from minijax.numpy._windows import bartlett, blackman, hamming, hanning, kaiser
 from minijax.numpy import linalg
 from minijax.numpy import fft  # noqa: F401  (the minijax.numpy.fft module)
 
