@@ -534,6 +534,8 @@ def _shards(arr: Array, sharding) -> list[Shard]:
 def _gather(arr: Array, sharding) -> np.ndarray:
     """The whole value of a sharded array, assembled on the host (read-only)."""
     if not sharding.is_fully_addressable:
+        if sharding.is_fully_replicated:  # every process holds all of it
+            return to_numpy(_shards(arr, sharding)[0].data)
         raise RuntimeError(
             "this Array is spread over several processes; only its addressable_shards "
             "can be read here (gather it first, e.g. with a jit whose out_shardings "

@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+import collections
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +30,7 @@ from minijax.runtime import compile_options as _options
 from minijax.runtime import lapack as _lapack
 from minijax.runtime import limits as _limits
 from minijax.runtime import sharding as _sharding
-from minijax.runtime.array import intern_aval
+from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.executable import Executable, _counts, _make_execute
 
 __all__ = ["ShardedExecutable", "compile_sharded", "sharded_compile_options"]
@@ -93,8 +95,11 @@ class ShardedExecutable(Executable):
             _jax.array_result_handler(a, _sharding.jaxlib_sharding(s, len(a.shape)), True,
                                       _skip_checks=True)
             for a, s in zip(self.out_avals, outs)]
-        self.execute = _make_execute(loaded.execute_sharded, self._handlers,
-                                     tuple(self.out_avals))
+        self.execute = _bounded(_make_execute(loaded.execute_sharded, self._handlers,
+                                              tuple(self.out_avals)), placement)
+
+    def runner(self, out_tree=None):
+        return _bounded(Executable.runner(self, out_tree), self.placement)
 
     @property
     def device(self):
@@ -114,6 +119,38 @@ class ShardedExecutable(Executable):
     def __repr__(self) -> str:
         outs = ", ".join(a.str_short() for a in self.out_avals)
         return f"ShardedExecutable(({outs}) on {len(self.placement.devices)} devices)"
+
+
+# XLA:CPU runs the members of a cross-device collective as tasks that wait for each other;
+# with dozens of partitioned executions queued (a training loop that never reads a
+# result) they can all wait forever (jax 0.10.2 hangs on the same loop on a 2-core
+# machine). At most MAX_IN_FLIGHT executions of one executable are left unfinished: the
+# next call first waits for the oldest.
+MAX_IN_FLIGHT = 8
+
+
+def _bounded(run, placement):
+    if len(placement.devices) == 1 or placement.devices[0].platform != "cpu":
+        return run
+    window: collections.deque = collections.deque()
+
+    def bounded(bufs):
+        if len(window) >= MAX_IN_FLIGHT:
+            oldest = window.popleft()
+            with contextlib.suppress(Exception):  # deleted (donated) meanwhile: done
+                oldest.block_until_ready()
+        out = run(bufs)
+        first = out if type(out) is Array else next(
+            (a for a in _leaves(out) if type(a) is Array), None)
+        if first is not None:
+            window.append(first._buf)
+        return out
+    return bounded
+
+
+def _leaves(out):
+    from jaxlib import _jax as _j
+    return _j.pytree.default_registry().flatten(out)[0]
 
 
 def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
