@@ -10,7 +10,7 @@ slice ``i`` of every mapped argument::
     >>> f(np.arange(4.0))            # with at least 4 devices
     Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
 
-Results are gathered into ordinary (single-device) arrays, stacked along
+Results stay on their devices: one sharded Array over the pmap's devices, split along
 ``out_axes``. Called under another transformation (``jit``, ``grad``, ``vmap``,
 an outer ``pmap``), ``pmap(f)`` computes the same values as
 ``vmap(f, axis_name=...)`` inside the enclosing computation.
@@ -237,8 +237,20 @@ class Pmapped:
         if not -rank <= ax < rank:
             raise ValueError(f"pmap out_axes {ax} is out of bounds for an output of rank "
                              f"{rank}")
-        stacked = np.stack([np.asarray(s) for s in shards], axis=ax % rank)
-        return put_numpy(stacked, aval.weak_type, owned=True)
+        ax %= rank
+        # The results stay where they were computed: one sharded Array over the pmap's
+        # devices, split along the mapped axis (each shard reshaped on its own device).
+        from minijax.lax import reshape
+        from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec
+        from minijax.runtime.transfer import from_shards
+        devices = [s.device for s in shards]
+        spec = PartitionSpec(*([None] * ax + ["pmap"]))
+        sharding = NamedSharding(Mesh(np.array(devices, dtype=object), ("pmap",)), spec)
+        block = aval.shape[:ax] + (1,) + aval.shape[ax:]
+        pieces = [reshape(s, block)._buf for s in shards]
+        shape = aval.shape[:ax] + (len(shards),) + aval.shape[ax:]
+        return from_shards(pieces, devices, ShapedArray(shape, aval.dtype, aval.weak_type),
+                           sharding)
 
 
 def _safe(name: str) -> str:

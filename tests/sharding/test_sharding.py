@@ -316,6 +316,18 @@ def shard_map_transforms():
         jvp=np.allclose(np.asarray(jv[1]), np.asarray(jvr[1]), rtol=1e-4))
 
 
+@case
+def pmap_results_stay_sharded():
+    import minijax
+    from minijax import lax
+    f = minijax.pmap(lambda x: x - lax.pmean(x, "i"), axis_name="i")
+    x = _x(8, 3)
+    y = f(x)
+    return dict(spec=str(y.sharding.spec), devices=[s.device.id for s in y.addressable_shards],
+                shard=np.asarray(y.addressable_shards[2].data),
+                again=np.allclose(np.asarray(f(y)), x - x.mean(0), atol=1e-6))
+
+
 def _worker(path):
     out = {}
     for name, fn in CASES.items():
@@ -432,3 +444,11 @@ def test_shard_map_collectives_match_jax(results):
 def test_shard_map_grad_jit_vmap(results):
     r = get(results, "shard_map_transforms")
     assert r == dict(value=True, grad=True, jit_grad=True, rep_grad=True, vmap=True, jvp=True)
+
+
+def test_pmap_results_stay_on_their_devices(results):
+    r = get(results, "pmap_results_stay_sharded")
+    x = _x(8, 3)
+    assert r["spec"] == "PartitionSpec('pmap')" and r["devices"] == list(range(8))
+    np.testing.assert_allclose(r["shard"], (x - x.mean(0))[2:3], atol=1e-6)
+    assert r["again"]
