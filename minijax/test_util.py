@@ -2,7 +2,8 @@
 
 - forward mode: ``jvp(f, x, t)`` against the central difference
   ``(f(x + eps t) - f(x - eps t)) / (2 eps)``;
-- reverse mode: the transpose identity ``<vjp(ct), t> == <ct, jvp(t)>``;
+- reverse mode: the transpose identity ``<vjp(ct), t> == <ct, jvp(t)>``, with jax's pairing
+  ``<a, b> = Re(sum(a * b))`` (no conjugation) for complex values;
 - ``order=2`` repeats both checks on the directional derivative of ``f``.
 """
 
@@ -17,9 +18,10 @@ from minijax.transforms.ad import jvp, vjp
 from minijax.tree_util import tree_flatten, tree_map
 
 _EPS = {np.dtype(np.float16): 2 ** -4, dtypes.bfloat16: 2 ** -4, np.dtype(np.float32): 2 ** -9,
-        np.dtype(np.float64): 1e-6}
+        np.dtype(np.float64): 1e-6, np.dtype(np.complex64): 2 ** -9,
+        np.dtype(np.complex128): 1e-6}
 _TOL = {np.dtype(np.float16): 1e-1, dtypes.bfloat16: 1e-1, np.dtype(np.float32): 2e-2,
-        np.dtype(np.float64): 1e-5}
+        np.dtype(np.float64): 1e-5, np.dtype(np.complex64): 2e-2, np.dtype(np.complex128): 1e-5}
 
 
 def _dtype(x) -> np.dtype:
@@ -27,24 +29,31 @@ def _dtype(x) -> np.dtype:
 
 
 def _np(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64) if _dtype(x) != dtypes.float0 else np.zeros(())
+    dt = _dtype(x)
+    if dt == dtypes.float0:
+        return np.zeros(())
+    return np.asarray(x, dtype=np.complex128 if dtypes.is_complex(dt) else np.float64)
 
 
 def _rand_like(rng, x):
     dt = _dtype(x)
     if not dtypes.is_inexact(dt):
         return np.zeros(np.shape(x), dtypes.float0)
+    if dtypes.is_complex(dt):
+        return (rng.standard_normal(np.shape(x)) + 1j * rng.standard_normal(np.shape(x))) \
+            .astype(dt)
     return rng.standard_normal(np.shape(x)).astype(dt)
 
 
 def _axpy(a, x, y):
     return tree_map(lambda xi, yi: yi if _dtype(xi) == dtypes.float0 else
-                    (np.asarray(yi, np.float64) + a * _np(xi)).astype(_dtype(yi)), x, y)
+                    (_np(yi) + a * _np(xi)).astype(_dtype(yi)), x, y)
 
 
 def _vdot(x, y) -> float:
+    """``Re(sum(x * y))`` over the leaves: the pairing under which vjp transposes jvp."""
     xs, ys = tree_flatten(x)[0], tree_flatten(y)[0]
-    return float(sum(np.vdot(_np(a), _np(b)) for a, b in zip(xs, ys)
+    return float(sum(np.real(np.sum(_np(a) * _np(b))) for a, b in zip(xs, ys)
                      if _dtype(a) != dtypes.float0 and _dtype(b) != dtypes.float0))
 
 

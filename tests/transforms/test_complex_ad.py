@@ -157,3 +157,22 @@ def test_dtype_errors_like_jax(case):
         getattr(jax, kind)(f, **kwargs)(arg)
     with pytest.raises(TypeError, match=words):
         getattr(minijax, kind)(f, **kwargs)(arg)
+
+
+def test_check_grads_on_complex_functions():
+    """check_grads draws complex tangents and cotangents: it passes on correct rules and
+    catches a derivative that forgets the imaginary direction, as jax's does."""
+    from jax.test_util import check_grads as jax_check_grads
+
+    from minijax.test_util import check_grads
+
+    check_grads(lambda z: jnp.sin(z) * jnp.conj(z) + jnp.abs(z), (Z,), order=2)
+    check_grads(lambda z, x: jnp.exp(z * x), (Z, X), order=1)
+
+    def wrong(lib):
+        f = lib.custom_jvp(lambda z: z * z)
+        f.defjvp(lambda p, t: (p[0] * p[0], 2 * p[0] * lib.numpy.real(t[0])))
+        return f
+    for check, lib in ((check_grads, minijax), (jax_check_grads, jax)):
+        with pytest.raises(AssertionError):
+            check(wrong(lib), (Z,), order=1, modes=("fwd",))
