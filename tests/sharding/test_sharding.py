@@ -155,6 +155,7 @@ def jit_results():
     jf = minijax.jit(f)
     sharded = jf(xs, ws)
     again = jf(xs, ws)  # the fast path
+    fast_keys = len(jf._fast)  # sharded arguments were keyed there by their aval ids
     plain = minijax.jit(f)(x, w)
     g = minijax.jit(lambda x: x * 2, out_shardings=NamedSharding(m, P(None, "x")))
     gi = minijax.jit(lambda x, y: x + y, in_shardings=(NamedSharding(m, P("x", "y")), None))
@@ -163,6 +164,7 @@ def jit_results():
         equal=[np.allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
                for a, b in zip(sharded, plain)],
         again=[np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(sharded, again)],
+        fast_keys=fast_keys,
         out_specs=[str(o.sharding) for o in sharded],
         out_kinds=[type(o.sharding).__name__ for o in sharded],
         ndevices=[len(o.devices()) for o in sharded],
@@ -407,6 +409,7 @@ def test_array_api(results):
 def test_sharded_jit_equals_unsharded(results):
     r = get(results, "jit_results")
     assert r["equal"] == [True] * 3 and r["again"] == [True] * 3
+    assert r["fast_keys"] == 1
     assert r["out_kinds"] == ["NamedSharding"] * 3
     assert r["ndevices"] == [8] * 3
     assert r["g"] == ("PartitionSpec(None, 'x')", True)
