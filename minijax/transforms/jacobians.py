@@ -53,18 +53,19 @@ def _std_basis(leaves) -> list[np.ndarray]:
 
 
 def _cast_like(block, example):
-    """``block`` in the dtype of ``example``, as jax returns Jacobian blocks: the real part
-    where ``block`` is complex and ``example`` real, zeros where ``example`` is an integer
-    or boolean (whose tangents are float0)."""
+    """``block`` in the dtype and weak type of ``example``, as jax returns Jacobian blocks:
+    the real part where ``block`` is complex and ``example`` real, zeros where ``example``
+    is an integer or boolean (whose tangents are float0)."""
     from minijax import numpy as jnp
-    dt, aval = get_aval(example).dtype, get_aval(block)
-    if aval.dtype == dt:
+    from minijax.lax.convert import convert_element_type
+    ex, aval = get_aval(example), get_aval(block)
+    if (aval.dtype, aval.weak_type) == (ex.dtype, ex.weak_type):
         return block
-    if not dtypes.is_inexact(dt):
-        return jnp.zeros(aval.shape, dt)
-    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(dt):
+    if not dtypes.is_inexact(ex.dtype):
+        return jnp.zeros(aval.shape, ex.dtype)
+    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(ex.dtype):
         block = jnp.real(block)
-    return block.astype(dt)
+    return convert_element_type(block, ex.dtype, weak_type=ex.weak_type)
 
 
 def _split_last(jac, in_leaves, axis_first: bool):

@@ -19,7 +19,7 @@ def _close(got, want, tol=1e-5):
     lg, lw = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
     for g, w in zip(lg, lw):
-        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        assert (g.shape, g.dtype, g.weak_type) == (w.shape, w.dtype, w.weak_type)
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
 
 
@@ -110,8 +110,9 @@ def test_jacobians_with_complex_on_one_side():
     _close(minijax.jacfwd(to_complex(jnp))(X), jax.jacfwd(to_complex(jjnp))(X))
 
 
-def test_jacobian_blocks_take_the_dtype_of_an_integer_leaf():
-    """The blocks of an integer input (``allow_int``) or output are zeros of its dtype."""
+def test_jacobian_blocks_take_the_dtype_of_their_leaf():
+    """The blocks of an integer input (``allow_int``) or output are zeros of its dtype, and
+    a weakly typed input or output gives weakly typed blocks."""
     i = np.arange(2, dtype=np.int32)
 
     def f(np_):
@@ -122,6 +123,11 @@ def test_jacobian_blocks_take_the_dtype_of_an_integer_leaf():
     def g(np_):
         return lambda x: (x * 2).astype(np_.int32)
     _close(minijax.jacfwd(g(jnp))(X), jax.jacfwd(g(jjnp))(X))
+
+    def h(x):
+        return x * 2, 2.0
+    for kind in ("jacfwd", "jacrev"):
+        _close(getattr(minijax, kind)(h)(3.0), getattr(jax, kind)(h)(3.0))
 
 
 # (transformation, keyword arguments, function, argument, words of jax's message)
