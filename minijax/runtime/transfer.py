@@ -278,7 +278,8 @@ def from_shards(shards: list, devices: list, aval: ShapedArray, sharding: Any) -
     return _wrap(buf, interned)
 
 
-def _copy_array(x: Array, device) -> Array:
+def _copy_array(x: Array, device, force: bool = False) -> Array:
+    """``x`` on ``device``: ``x`` itself when it is there already, unless ``force``."""
     if id(x.aval) in _sharding_of_aval:  # from a sharded layout to one device: via the host
         return put_numpy(np.array(to_numpy(x)), x.aval.weak_type, device, owned=True)
     device, s = _target(device)
@@ -286,7 +287,7 @@ def _copy_array(x: Array, device) -> Array:
     with _Locked(x):  # a delete() in another thread waits for the copy
         if buf.is_deleted():
             raise RuntimeError(x._deleted_message())
-        if buf._sharding._device == device:
+        if buf._sharding._device == device and not force:
             return x
         try:
             out = _batched_device_put(x.aval, s, [buf], [device], True, True, _COPY,
@@ -332,7 +333,8 @@ def _is_placement(d: Any) -> bool:
 _SINGLE_LEAF = frozenset((Array, np.ndarray) + _PY_SCALARS)
 
 
-def device_put_tree(x: Any, device: Any = None) -> Any:
+def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
+                    may_alias: Any = None) -> Any:
     """``minijax.device_put``: put every leaf of the pytree ``x`` on a device, as jax.
 
     Parameters
@@ -344,6 +346,13 @@ def device_put_tree(x: Any, device: Any = None) -> Any:
         Where each leaf goes: one device or sharding for all, or a pytree prefix of ``x``
         whose leaves (devices, shardings, or None for the default device) apply to the
         leaves of ``x`` under them.
+    donate : bool or pytree prefix of bools
+        Whether the caller gives up the input arrays. As in jax this is best effort; on
+        CPU the input stays valid and the result is a new array.
+    may_alias : bool, None, or pytree prefix of them
+        False: always return new arrays. True: an array already in place is returned
+        as it is. None (default): ``not donate``. True together with ``donate`` is a
+        ValueError.
 
     Returns
     -------
@@ -355,28 +364,56 @@ def device_put_tree(x: Any, device: Any = None) -> Any:
     Raises
     ------
     ValueError
-        When ``device`` is a pytree that is not a prefix of ``x``.
+        When ``device``, ``donate`` or ``may_alias`` is a pytree that is not a prefix of
+        ``x``, or both ``donate`` and ``may_alias`` are True for a leaf.
     TypeError
         When a leaf is not an array value.
     """
-    if type(x) in _SINGLE_LEAF and _is_placement(device):
+    if (type(x) in _SINGLE_LEAF and _is_placement(device) and donate is False
+            and may_alias is None):
         return device_put(x, device)
     leaves, treedef = registry.flatten(x)
-    if _is_placement(device):
-        targets = [device] * len(leaves)
-    else:
-        d_leaves, d_tree = registry.flatten(device, _is_placement)
-        try:
-            subtrees = d_tree.flatten_up_to(x)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"device_put device specification must be a tree prefix of "
-                             f"the corresponding value, got specification {device!r} for "
-                             f"value tree {treedef}.") from e
-        targets = [d for d, sub in zip(d_leaves, subtrees)
-                   for _ in range(registry.flatten(sub)[1].num_leaves)]
-    out = [leaf if isinstance(leaf, Tracer) else device_put(leaf, d)
-           for leaf, d in zip(leaves, targets)]
+    targets = _per_leaf("device", device, _is_placement, x, treedef)
+    donates = _per_leaf("donate", donate, lambda d: isinstance(d, bool), x, treedef)
+    aliases = _per_leaf("may_alias", may_alias, lambda m: m is None or isinstance(m, bool),
+                        x, treedef)
+    out = []
+    for leaf, d, dn, m in zip(leaves, targets, donates, aliases):
+        if m and dn:
+            raise ValueError("may_alias and donate cannot be True at the same time.")
+        if isinstance(leaf, Tracer):
+            out.append(leaf)
+        elif type(leaf) is Array and not (not dn if m is None else m):
+            out.append(_fresh_copy(leaf, leaf.device if d is None else d))
+        else:
+            out.append(device_put(leaf, d))
     return treedef.unflatten(out)
+
+
+def _per_leaf(name: str, spec: Any, is_leaf, x: Any, treedef) -> list:
+    """``spec`` (one value, or a pytree prefix of ``x`` whose leaves pass ``is_leaf``)
+    broadcast to one entry per leaf of ``x``."""
+    if is_leaf(spec):
+        return [spec] * treedef.num_leaves
+    s_leaves, s_tree = registry.flatten(spec, is_leaf)
+    try:
+        subtrees = s_tree.flatten_up_to(x)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"device_put {name} specification must be a tree prefix of the "
+                         f"corresponding value, got specification {spec!r} for value tree "
+                         f"{treedef}.") from e
+    return [v for v, sub in zip(s_leaves, subtrees)
+            for _ in range(registry.flatten(sub)[1].num_leaves)]
+
+
+def _fresh_copy(x: Array, target: Any) -> Array:
+    """A new Array holding ``x``'s value on ``target`` (a device or a sharding)."""
+    if isinstance(target, _jax.SingleDeviceSharding):
+        target = target._device
+    if isinstance(target, _backend.Device):
+        return _copy_array(x, target, force=True)
+    value, weak = _host_value(x)
+    return put_shards(value, weak, target)
 
 
 def device_get(x: Any) -> Any:

@@ -56,6 +56,24 @@ def test_device_put_device_tree_not_a_prefix():
                 lib.device_put(value, spec)
 
 
+def test_device_put_may_alias_and_donate():
+    """Arrays already in place are returned as they are unless ``may_alias=False`` or
+    ``donate=True`` (best effort: on CPU the input stays valid), as in jax."""
+    for lib in (jax, minijax):
+        x = lib.numpy.ones(3)
+        tree = {"a": x, "b": [x, x]}
+        kept = lib.device_put(tree, may_alias={"a": False, "b": True})
+        assert (kept["a"] is x, kept["b"][0] is x) == (False, True)
+        for kwargs in ({"may_alias": False}, {"donate": True}):
+            y = lib.device_put(x, lib.devices()[0], **kwargs)
+            assert y is not x and not x.is_deleted()
+            np.testing.assert_array_equal(np.asarray(y), np.ones(3))
+        with pytest.raises(ValueError, match="may_alias and donate"):
+            lib.device_put(x, donate=True, may_alias=True)
+        with pytest.raises(ValueError, match="tree prefix"):
+            lib.device_put(tree, may_alias={"a": False})
+
+
 def test_device_put_of_a_non_array_leaf():
     for lib in (jax, minijax):
         with pytest.raises(TypeError):
@@ -92,6 +110,9 @@ def test_device_put_pytree_of_devices_places_each_leaf():
         moved = minijax.device_put(out, d1)
         assert {x.device for x in minijax.tree_util.tree_leaves(moved)} == {d1}
         assert moved["a"][0] is out["a"][0]            # already there: not copied
+        fresh = minijax.device_put(out, d1, may_alias=False)
+        assert all(f is not o and f.device == d1 for f, o in
+                   zip(minijax.tree_util.tree_leaves(fresh), minijax.tree_util.tree_leaves(out)))
         host = minijax.device_get(moved)
         assert type(host["a"][0]) is np.ndarray and host["c"].tolist() == 2
         print("ok")
