@@ -189,3 +189,17 @@ def test_jit_grad_vmap():
     shift = lambda L, x, s: L.roll(x, s, axis=1)  # noqa: E731
     assert_same(minijax.jit(lambda x, s: shift(jnp, x, s))(X, np.int32(3)),
                 jax.jit(lambda x, s: shift(jjnp, x, s))(X, np.int32(3)))
+
+
+# (64-bit mode: default int/float dtypes of results, float64 computation)
+X64_CASES = [
+    "insert_many", "delete_unique", "choose_wrap", "select", "kron", "vecdot", "indices",
+    "ix_", "tril_indices", "ravel_multi_index", "unravel_index", "geomspace", "logspace",
+    "fromfunction", "packbits", "ufunc_reduce", "diff_ends", "trace_dtype",
+]
+
+
+@pytest.mark.parametrize("label", X64_CASES)
+def test_x64(label, x64):
+    f = dict(CASES)[label]
+    check_against_jax(minijax.jit(lambda: f(jnp)), jax.jit(lambda: f(jjnp)), rtol=2e-5, atol=2e-5)

@@ -91,3 +91,16 @@ def test_traced_operands():
                 jax.vmap(lambda a, v: f(jjnp, a, v))(*batch), rtol=1e-4)
     with pytest.raises(minijax.errors.ConcretizationTypeError, match="strip_zeros"):
         minijax.jit(jnp.roots)(A)
+
+
+# (64-bit mode: default int/float dtypes of results, float64 computation)
+X64_CASES = [
+    "convolve_int", "vander_increasing", "polyval_int", "polyint", "poly", "polyfit",
+    "kaiser", "hamming", "roots_no_strip",
+]
+
+
+@pytest.mark.parametrize("label", X64_CASES)
+def test_x64(label, x64):
+    f = dict(CASES)[label]
+    check_against_jax(minijax.jit(lambda: f(jnp)), jax.jit(lambda: f(jjnp)), rtol=2e-5, atol=2e-5)

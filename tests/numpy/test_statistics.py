@@ -125,3 +125,18 @@ def test_traced_operands():
                 jax.vmap(lambda *a: f(jjnp, *a))(*batch), rtol=1e-5)
     with pytest.raises(minijax.errors.ConcretizationTypeError, match="length"):
         minijax.jit(jnp.bincount)(D)
+
+
+# (64-bit mode: default int/float dtypes of results, float64 computation)
+X64_CASES = [
+    "nanmean_1", "nanargmax_1", "nancumsum", "cumulative_sum_int8", "average_int",
+    "quantile_linear", "quantile_int", "median_int", "cov_weights", "bincount_weights",
+    "digitize", "histogram", "histogramdd", "interp", "unwrap_int_period",
+    "gradient_coordinates",
+]
+
+
+@pytest.mark.parametrize("label", X64_CASES)
+def test_x64(label, x64):
+    f = dict(CASES)[label]
+    check_against_jax(minijax.jit(lambda: f(jnp)), jax.jit(lambda: f(jjnp)), rtol=2e-5, atol=2e-5)
