@@ -15,6 +15,7 @@ from typing import Any
 
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.trace import EVAL_TRACE, _state
+from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.runtime._native import speedups
 from minijax.runtime.array import Array
 from minijax.runtime.transfer import CONSTANTS, PY_SCALAR_TYPES, constant_key, scalar_constant
@@ -30,33 +31,40 @@ class PyDispatchBase:
     _fast: dict
 
     def __call__(self, *args, **kwargs):
-        # One and two arguments are unrolled (a comprehension costs a frame).
-        fast = self._fast
-        if fast and not kwargs and _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE:
-            try:
-                n = len(args)
-                if n == 2:
-                    x, y = args
-                    run = fast[id(x.aval), id(y.aval)]
-                    bufs = [x._buf, y._buf]
-                elif n == 1:
-                    x = args[0]
-                    run = fast[id(x.aval),]
-                    bufs = [x._buf]
-                else:
-                    run = fast[tuple([id(x.aval) for x in args])]
-                    bufs = [x._buf for x in args]
-            except AttributeError:  # Python scalars among them, perhaps
-                run, bufs = _lookup_with_scalars(fast, args)
-            except KeyError:  # a new signature
-                run = None
-            if run is not None:
+        try:
+            # One and two arguments are unrolled (a comprehension costs a frame).
+            fast = self._fast
+            if fast and not kwargs and _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE:
                 try:
-                    return run(bufs)
-                except Exception:
-                    raise_if_deleted(args)
-                    raise
-        return self._call(args, kwargs)  # the subclass's full path
+                    n = len(args)
+                    if n == 2:
+                        x, y = args
+                        run = fast[id(x.aval), id(y.aval)]
+                        bufs = [x._buf, y._buf]
+                    elif n == 1:
+                        x = args[0]
+                        run = fast[id(x.aval),]
+                        bufs = [x._buf]
+                    else:
+                        run = fast[tuple([id(x.aval) for x in args])]
+                        bufs = [x._buf for x in args]
+                except AttributeError:  # Python scalars among them, perhaps
+                    run, bufs = _lookup_with_scalars(fast, args)
+                except KeyError:  # a new signature
+                    run = None
+                if run is not None:
+                    try:
+                        return run(bufs)
+                    except Exception:
+                        raise_if_deleted(args)
+                        raise
+            return self._call(args, kwargs)  # the subclass's full path
+        except Exception as e:  # the boundary of the Python dispatcher (see traceback_util)
+            process_exception(e)
+            raise
+
+
+register_boundary(PyDispatchBase.__call__)
 
 
 def make_constants(args: tuple) -> None:
@@ -99,9 +107,21 @@ def _lookup_with_scalars(fast: dict, args: tuple) -> tuple[Any, list]:
     return fast.get(found[0]), found[1]
 
 
+@register_boundary
+def _fast_path_failed(args: tuple) -> None:
+    """The C dispatcher's hook after a cached executable failed: raises the clearer error
+    for a deleted or donated argument, with minijax's frames filtered out of its traceback
+    (this function is called from C, so it is the boundary)."""
+    try:
+        raise_if_deleted(args)
+    except Exception as e:
+        process_exception(e)
+        raise
+
+
 DispatchBase: Any
 if speedups is not None:
     DispatchBase = speedups.DispatchBase
-    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, raise_if_deleted, CONSTANTS)
+    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, _fast_path_failed, CONSTANTS)
 else:
     DispatchBase = PyDispatchBase

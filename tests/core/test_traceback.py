@@ -249,3 +249,18 @@ def test_xla_compile_error_names_the_equation():
         lowered.compile()
     notes = getattr(info.value, "__notes__", [])  # jaxlib's error has its own __str__
     assert f"(in mul, at {__file__}:{line} (f))" in "\n".join([str(info.value), *notes])
+
+
+def test_deleted_argument_on_the_dispatch_fast_path_shows_only_user_frames(mode):
+    f = minijax.jit(lambda x: x * 2)
+    x = jnp.ones(3)
+    f(x)
+    f(x)  # cached: the next call takes the C fast path
+    x.delete()
+    with pytest.raises(RuntimeError, match="has been deleted") as info:
+        f(x)
+    assert not _minijax_frames(info.value.__traceback__), _frames(info.value.__traceback__)
+    mode("off")
+    with pytest.raises(RuntimeError, match="has been deleted") as info:
+        f(x)
+    assert _minijax_frames(info.value.__traceback__)

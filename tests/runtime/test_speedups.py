@@ -164,7 +164,8 @@ def test_pure_python_fallback_passes_the_runtime_and_dispatch_tests():
     # compiler): the fallback must behave identically.
     env = dict(os.environ, MINIJAX_NO_C_EXTENSION="1")
     files = ["tests/runtime", "tests/stages/test_dispatch.py", "tests/stages/test_donation.py",
-             "tests/stages/test_jit.py", "tests/stages/test_fused.py"]
+             "tests/stages/test_jit.py", "tests/stages/test_fused.py",
+             "tests/core/test_traceback.py"]
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-p", "no:xdist", *files], cwd=REPO, env=env, capture_output=True,
                        text=True, timeout=600)
