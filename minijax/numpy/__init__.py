@@ -91,8 +91,9 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):  # noqa:
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise ValueError(f"Either both or neither of the x and y arguments should be provided "
-                         f"to jax.numpy.where, got {x} and {y}.")
+        raise TypeError(f"where requires ndarray or scalar arguments, got None for "
+                        f"{'x' if x is None else 'y'}: either both or neither of x and y must be "
+                        f"given.")
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term where "
                          "function.")

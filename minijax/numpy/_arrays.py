@@ -166,7 +166,8 @@ def _axis_tuple(axis) -> tuple:
 
 def roll(a, shift, axis=None):
     """``a`` with its elements shifted by ``shift`` along ``axis`` (of the flattened array if
-    None), wrapping around; ``shift`` may be traced."""
+    None), wrapping around. ``shift`` and ``axis`` broadcast against each other (each pair
+    is one roll); ``shift`` may be traced."""
     arr = _array("roll", a)
     if axis is None:
         return reshape(roll(ravel(arr), shift, 0), _shape(arr))
@@ -176,40 +177,28 @@ def roll(a, shift, axis=None):
         shifts = _axis_tuple(shift)
     except TypeError:
         shifts = None
-    if shifts is None:  # a traced shift: dynamic slices of the array repeated twice
-        shift_arr = ravel(ensure_array(shift))
-        if get_aval(shift_arr).shape[0] not in (1, len(axes)):
-            raise ValueError("Mismatched shifts and axes")
-        n = max(len(axes), get_aval(shift_arr).shape[0])
-        axes = axes * n if len(axes) == 1 else axes
-        for i, ax in enumerate(axes):
-            size = _shape(arr)[ax]
+    if shifts is not None:  # static shifts: slices and a concatenation per roll
+        for ax, s in zip(*np.broadcast_arrays(np.asarray(axes), np.asarray(shifts))):
+            ax, size = int(ax), _shape(arr)[int(ax)]
             if size == 0:
                 continue
-            s = shift_arr[i if get_aval(shift_arr).shape[0] > 1 else 0]
-            s = lax.rem(lax.add(lax.rem(s, np.asarray(size, get_aval(s).dtype)),
-                                np.asarray(size, get_aval(s).dtype)),
-                        np.asarray(size, get_aval(s).dtype))
-            start = lax.sub(np.asarray(size, get_aval(s).dtype), s)
-            twice = concatenate([arr, arr], axis=ax)
-            starts = [np.zeros((), get_aval(s).dtype)] * ndim
-            starts[ax] = start
-            arr = lax.dynamic_slice(twice, starts, _shape(arr))
+            i = int(-s) % size
+            arr = concatenate([lax.slice_in_dim(arr, i, size, axis=ax),
+                               lax.slice_in_dim(arr, 0, i, axis=ax)], axis=ax)
         return arr
-    if len(shifts) == 1:
-        shifts = shifts * len(axes)
-    elif len(axes) == 1:
-        axes = axes * len(shifts)
-    if len(shifts) != len(axes):
-        raise ValueError("Mismatched shifts and axes")
-    for s, ax in zip(shifts, axes):
-        size = _shape(arr)[ax]
-        if size == 0:
-            continue
-        s %= size
-        if s:
-            arr = concatenate([lax.slice_in_dim(arr, size - s, size, axis=ax),
-                               lax.slice_in_dim(arr, 0, size - s, axis=ax)], axis=ax)
+    # traced shifts: a dynamic slice of the array concatenated with itself, per roll
+    shift = ensure_array(shift)
+    n = _broadcast_shapes(_shape(shift), (len(axes),))
+    if len(n) != 1:
+        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    shift = broadcast_to_shape(lax.convert_element_type(shift, dtypes.int32), n)
+    for k, ax in enumerate(np.broadcast_to(np.asarray(axes), n)):
+        ax, size = int(ax), _shape(arr)[int(ax)]
+        s = lax.rem(lax.add(lax.rem(shift[k], np.int32(max(size, 1))), np.int32(max(size, 1))),
+                    np.int32(max(size, 1)))
+        starts = [np.int32(0)] * ndim
+        starts[ax] = lax.sub(np.int32(size), s)
+        arr = lax.dynamic_slice(concatenate([arr, arr], axis=ax), starts, _shape(arr))
     return arr
 
 
@@ -659,7 +648,9 @@ def copy(a, order=None):
     if isinstance(a, (list, tuple)):
         raise TypeError("copy requires ndarray or scalar arguments, got "
                         f"{type(a).__name__}")
-    return array(a, copy=True, order=order or "K")
+    if order not in (None, "K"):
+        raise NotImplementedError("Only implemented for order='K'")
+    return array(a, copy=True)
 
 
 # ---- differences --------------------------------------------------------------------------------
@@ -699,7 +690,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     op = not_equal if get_aval(arr).dtype == dtypes.bool_ else subtract
     for _ in range(n):
         size = _shape(arr)[axis]
-        arr = op(lax.slice_in_dim(arr, 1, size, axis=axis),
+        arr = op(lax.slice_in_dim(arr, min(1, size), size, axis=axis),
                  lax.slice_in_dim(arr, 0, max(size - 1, 0), axis=axis))
     return arr
 
@@ -708,13 +699,13 @@ def ediff1d(ary, to_end=None, to_begin=None):
     """The differences between consecutive elements of the flattened array, with
     ``to_begin``/``to_end`` prepended/appended."""
     arr = ravel(_array("ediff1d", ary))
-    result = lax.sub(arr[1:], arr[:-1]) if get_aval(arr).dtype != dtypes.bool_ else \
-        lax.ne(arr[1:], arr[:-1])
+    from minijax.numpy._ufuncs import subtract
+    result = subtract(arr[1:], arr[:-1])  # (TypeError for booleans, as jax)
     dt = get_aval(result).dtype
     parts = []
     if to_begin is not None:
-        parts.append(lax.convert_element_type(ravel(ensure_array(to_begin)), dt))
+        parts.append(lax.convert_element_type(ravel(_array("ediff1d", to_begin)), dt))
     parts.append(result)
     if to_end is not None:
-        parts.append(lax.convert_element_type(ravel(ensure_array(to_end)), dt))
+        parts.append(lax.convert_element_type(ravel(_array("ediff1d", to_end)), dt))
     return concatenate(parts) if len(parts) > 1 else result

@@ -104,6 +104,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """An array from any object that supports DLPack (``__dlpack__``): a NumPy array, a
     minijax or jax array, a torch tensor... The data is copied to a minijax array on the
     default device (or ``device``)."""
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"The array passed to from_dlpack must have __dlpack__ and "
+                        f"__dlpack_device__ methods; got {type(x).__name__}")
     if copy is False:
         raise ValueError("from_dlpack(copy=False) is not supported: minijax copies the data")
     host = np.from_dlpack(x)
@@ -145,6 +148,8 @@ def fromiter(*args, **kwargs):
 def packbits(a, axis: int | None = None, bitorder: str = "big"):
     """The truth values of ``a`` packed 8 to a ``uint8`` along ``axis`` (flattened if None);
     the last byte is padded with zeros."""
+    if isinstance(a, (list, tuple)):
+        raise TypeError(f"packbits requires ndarray or scalar arguments, got {type(a).__name__}")
     arr = ensure_array(a)
     dt = get_aval(arr).dtype
     if not (dtypes.is_int(dt) or dt == dtypes.bool_):

@@ -40,7 +40,7 @@ def _static_int(x, what: str) -> int:
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list:
     """Coordinate arrays from 1-D coordinate vectors (``'xy'``: the first two axes swapped,
     as for plotting; ``'ij'``: matrix indexing); ``sparse`` keeps them broadcastable."""
-    args = [ensure_array(x) for x in xi]
+    args = [ensure_array(_arraylike("meshgrid", x)) for x in xi]
     if not copy:
         raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
@@ -80,7 +80,7 @@ def ix_(*args) -> tuple:
     out = []
     n = len(args)
     for i, a in enumerate(args):
-        a = ensure_array(a)
+        a = ensure_array(_arraylike("ix_", a))
         if len(_shape(a)) != 1:
             raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
                              f"{_shape(a)}")
@@ -237,7 +237,15 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple:
     return nonzero(triu(_ones(n, m), k=k), size=_triu_size(n, m, k))
 
 
+def _arraylike(name: str, x):
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                        f"{type(x).__name__}. Use minijax.numpy.asarray(...) to convert it.")
+    return x
+
+
 def _matrix_shape(arr, name: str) -> tuple:
+    _arraylike(name, arr)
     shape = tuple(arr.shape) if hasattr(arr, "shape") else _shape(ensure_array(arr))
     if len(shape) != 2:
         raise ValueError("Only 2-D inputs are accepted")
@@ -270,7 +278,7 @@ def diag_indices(n: int, ndim: int = 2) -> tuple:
 
 def diag_indices_from(arr) -> tuple:
     """:func:`diag_indices` for the (square, at least 2-D) ``arr``."""
-    shape = _shape(ensure_array(arr))
+    shape = _shape(ensure_array(_arraylike("diag_indices_from", arr)))
     if len(shape) < 2:
         raise ValueError("input array must be at least 2-d")
     if len(set(shape)) != 1:
@@ -363,7 +371,7 @@ def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C", 
 def unravel_index(indices, shape) -> tuple:
     """The multi-dimensional indices of flat ``indices`` into an array of ``shape``
     (out-of-bounds indices are clipped, as in jax)."""
-    idx = ensure_array(indices)
+    idx = ensure_array(_arraylike("unravel_index", indices))
     try:
         shape = list(shape)
     except TypeError:

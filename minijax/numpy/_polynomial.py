@@ -177,6 +177,8 @@ def polyder(p, m: int = 1):
     """The ``m``-th derivative of a polynomial."""
     (p,) = promote_dtypes_inexact(_array("polyder", p))
     p = ensure_array(p)
+    if not _shape(p):
+        raise TypeError("polyder: p must be an array of coefficients, got a 0-d array")
     m = _static_int(m, "'m' argument of jnp.polyder")
     if m < 0:
         raise ValueError("Order of derivative must be positive")
@@ -194,6 +196,8 @@ def polyint(p, m: int = 1, k=None):
     m = _static_int(m, "'m' argument of jnp.polyint")
     p, k = promote_dtypes_inexact(_array("polyint", p), _array("polyint", 0 if k is None else k))
     p, k = ensure_array(p), atleast_1d(ensure_array(k))
+    if not _shape(p):
+        raise TypeError("polyint: p must be an array of coefficients, got a 0-d array")
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
     if _shape(k)[0] == 1:

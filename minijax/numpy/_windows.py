@@ -4,8 +4,6 @@ concrete integer; ``M <= 1`` gives ones)."""
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from minijax import lax
@@ -17,12 +15,13 @@ from minijax.numpy._ufuncs import abs as abs_, cos, sqrt
 
 def _samples(M, name: str):
     """(M, the sample positions 0..M-1 as floats, or None when M <= 1)."""
-    try:
-        M = operator.index(M)
-    except TypeError:
-        from minijax.core.errors import ConcretizationTypeError
-        raise ConcretizationTypeError(f"M argument of jnp.{name} must be a concrete integer, "
-                                      f"got {M!r}") from None
+    if hasattr(M, "aval"):
+        from minijax.core.trace import Tracer
+        if isinstance(M, Tracer):
+            from minijax.core.errors import ConcretizationTypeError
+            raise ConcretizationTypeError(f"M argument of jnp.{name} must be a concrete "
+                                          f"integer, got a traced value {M!r}")
+    M = int(M)  # (as jax: a float or a 0-d array is truncated; a string is a ValueError)
     dt = dtypes.default_float()
     if M <= 1:
         return M, None

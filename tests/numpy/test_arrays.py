@@ -33,6 +33,7 @@ CASES = [
     ("rot90", lambda L: L.rot90(X, 3)), ("rot90_axes", lambda L: L.rot90(
         np.arange(24).reshape(2, 3, 4), 1, (2, 0))),
     ("roll", lambda L: L.roll(X, 1)), ("roll_axes", lambda L: L.roll(X, (1, 2), (0, 1))),
+    ("roll_broadcast", lambda L: (L.roll(X, (1, 2), 0), L.roll(X, -2, (0, 1)))),
     ("rollaxis", lambda L: L.rollaxis(np.ones((2, 3, 4, 5)), 3, 1)),
     ("resize", lambda L: L.resize(X, (5, 3))), ("append", lambda L: L.append(X, V)),
     ("append_axis", lambda L: L.append(X, X[:1], axis=0)),
@@ -186,9 +187,10 @@ def test_jit_grad_vmap():
                 rtol=1e-5)
     g = lambda L, x: L.vectorize(lambda a: a.sum() * a, signature="(n)->(n)")(x)  # noqa: E731
     assert_same(minijax.jit(lambda x: g(jnp, x))(X), jax.jit(lambda x: g(jjnp, x))(X))
-    shift = lambda L, x, s: L.roll(x, s, axis=1)  # noqa: E731
-    assert_same(minijax.jit(lambda x, s: shift(jnp, x, s))(X, np.int32(3)),
-                jax.jit(lambda x, s: shift(jjnp, x, s))(X, np.int32(3)))
+    shift = lambda L, x, s: (L.roll(x, s[0], axis=1), L.roll(x, s, (0, 1)))  # noqa: E731
+    s = np.array([3, -7], np.int32)
+    assert_same(minijax.jit(lambda x, s: shift(jnp, x, s))(X, s),
+                jax.jit(lambda x, s: shift(jjnp, x, s))(X, s))
 
 
 # (64-bit mode: default int/float dtypes of results, float64 computation)
