@@ -144,6 +144,8 @@ def polymul(a1, a2, *, trim_leading_zeros: bool = False):
     """The product of two polynomials."""
     a1, a2 = promote_dtypes_inexact(_array("polymul", a1), _array("polymul", a2))
     a1, a2 = ensure_array(a1), ensure_array(a2)
+    if not _shape(a1) or not _shape(a2):
+        raise TypeError("polymul: the coefficients must be 1-D arrays, got a 0-d array")
     if trim_leading_zeros and (_shape(a1)[0] > 1 or _shape(a2)[0] > 1):
         a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
     if _shape(a1)[0] == 0:
@@ -157,6 +159,8 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
     """``(quotient, remainder)`` of the polynomial division ``u / v``."""
     u, v = promote_dtypes_inexact(_array("polydiv", u), _array("polydiv", v))
     u, v = ensure_array(u), ensure_array(v)
+    if not _shape(u) or not _shape(v):
+        raise TypeError("polydiv: the coefficients must be 1-D arrays, got a 0-d array")
     m, n = _shape(u)[0] - 1, _shape(v)[0] - 1
     from minijax.numpy._ufuncs import multiply, negative, true_divide
     scale = true_divide(1.0, v[0])

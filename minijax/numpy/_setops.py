@@ -484,7 +484,11 @@ def compress(condition, a, axis: int | None = None, *, size: int | None = None, 
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    cond = lax.convert_element_type(_array("compress", condition), dtypes.bool_)
+    cond = _array("compress", condition)
+    # a condition known now stays a NumPy array, so that its length check and the
+    # selection need no concrete value later (also inside jit)
+    cond = lax.convert_element_type(cond, dtypes.bool_) if isinstance(cond, Tracer) else \
+        np.asarray(cond).astype(bool)
     arr = _array("compress", a)
     if get_aval(cond).ndim != 1:
         raise ValueError("condition must be a 1D array")
@@ -505,10 +509,10 @@ def compress(condition, a, axis: int | None = None, *, size: int | None = None, 
         if size > get_aval(arr).shape[0]:
             raise ValueError(f"size must be positive and not greater than the size of the array "
                              f"axis; got size={size} for a.shape[axis]={get_aval(arr).shape[0]}")
-        mask = lax.broadcast_in_dim(cond, get_aval(arr).shape, (0,))
+        mask = lax.broadcast_in_dim(ensure_array(cond), get_aval(arr).shape, (0,))
         arr = where_(mask, arr, lax.convert_element_type(ensure_array(fill_value),
                                                          get_aval(arr).dtype))
-        result = arr[argsort(cond, stable=True, descending=True)][:size]
+        result = arr[argsort(ensure_array(cond), stable=True, descending=True)][:size]
     return moveaxis(result, 0, axis)
 
 

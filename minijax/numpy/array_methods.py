@@ -89,7 +89,18 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "absolute", "invert": "in
 _METHODS = ["reshape", "astype", "sum", "mean", "max", "min", "prod", "var", "std", "argmax",
             "argmin", "all", "any", "cumsum", "sort", "argsort", "transpose", "squeeze",
             "flatten", "ravel", "clip", "round", "dot", "swapaxes", "repeat", "conj",
-            "conjugate"]
+            "conjugate", "argpartition", "choose", "copy", "cumprod", "diagonal", "nonzero",
+            "ptp", "searchsorted", "take", "trace"]
+
+
+@register_boundary
+def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+    """``x.compress(condition, ...)`` is ``jnp.compress(condition, x, ...)``."""
+    try:
+        return _jnp().compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+    except Exception as e:
+        process_exception(e)
+        raise
 
 
 def install(cls) -> None:
@@ -103,6 +114,7 @@ def install(cls) -> None:
         setattr(cls, f"__{op}__", _unop(fn))
     for name in _METHODS:
         setattr(cls, name, _method(name))
+    cls.compress = _compress
     cls.__getitem__ = _getitem
     cls.T = property(lambda self: _jnp().transpose(self))
     cls.mT = property(lambda self: _jnp().swapaxes(self, -1, -2))

@@ -205,3 +205,20 @@ X64_CASES = [
 def test_x64(label, x64):
     f = dict(CASES)[label]
     check_against_jax(minijax.jit(lambda: f(jnp)), jax.jit(lambda: f(jjnp)), rtol=2e-5, atol=2e-5)
+
+
+def test_array_methods():
+    # the jax.Array methods that forward to the functions here, eagerly and under jit
+    x = np.array([[3.0, 0, 2], [1, 5, 0]], np.float32)
+
+    def f(L, a):
+        return (a.nonzero(size=4), a.diagonal(), a.trace(1), a.ptp(axis=1), a.cumprod(1),
+                a.take(np.array([0, 3])), a.argpartition(1), a.copy(),
+                L.sort(a[0]).searchsorted(2.5), a.conj(), a.real)
+
+    def g(L, a):  # (these read values: eagerly only)
+        return (a.compress(np.array([1, 0, 1]), axis=1),
+                L.asarray(np.array([0, 1])).choose([a[0, :2], a[1, :2]]))
+    for h in (f, g):
+        check_against_jax(lambda h=h: h(jnp, jnp.asarray(x)), lambda h=h: h(jjnp, jjnp.asarray(x)))
+    check_against_jax(minijax.jit(lambda a: f(jnp, a)), jax.jit(lambda a: f(jjnp, a)), x)
