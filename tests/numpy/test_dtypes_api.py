@@ -115,3 +115,5 @@ def test_introspection(x):
 def test_ndarray_is_the_array_type():
     assert isinstance(jnp.ones(3), jnp.ndarray) and jnp.ndarray is minijax.Array
     assert not isinstance(np.ones(3), jnp.ndarray)
+    with pytest.raises(TypeError):  # a traced size, as in jax
+        minijax.jit(lambda n: jnp.ones(n))(3)
