@@ -2,7 +2,6 @@
 
 import numpy as _np
 
-from minijax.core import dtypes as _dtypes
 from minijax.numpy._creation import array, asarray, empty, full, ones, zeros
 from minijax.numpy._dtypes_api import (
     ComplexWarning, bfloat16, bool_, can_cast, cdouble, character, complex64, complex128,
