@@ -438,14 +438,10 @@ def put_along_axis(arr, indices, values, axis: int | None, inplace: bool = True,
                          f"'indices'. Got values.shape={_shape(values)} and "
                          f"indices.shape={_shape(idx)}.") from None
     axis = axis + len(_shape(arr)) if axis < 0 else axis
-    where = list(indices_sparse(_shape(arr)))
+    where = list(indices(_shape(arr), sparse=True))
     where[axis] = idx
     result = arr.at[tuple(where)].set(values, mode=mode)
     return reshape(result, original) if len(original) != len(_shape(result)) else result
-
-
-def indices_sparse(shape: tuple) -> tuple:
-    return indices(shape, sparse=True)
 
 
 def place(arr, mask, vals, *, inplace: bool = True):

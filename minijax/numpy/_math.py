@@ -388,7 +388,7 @@ def _wrap_between(x, period):
     return lax.sub(rem, _const(x, period))
 
 
-def _make_logaddexp(name: str, exp_fn, scale: float):
+def _make_logaddexp(name: str, exp_fn, scale: float, doc: str):
     def scaled(x):
         return x if scale == 1.0 else lax.mul(_const(x, scale), x)
 
@@ -418,13 +418,14 @@ def _make_logaddexp(name: str, exp_fn, scale: float):
         x1, x2 = promote_args_inexact(name, x1, x2)
         return impl(x1, x2)
     f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
     return fused(f)
 
 
-logaddexp = _make_logaddexp("logaddexp", lax.exp, 1.0)
-logaddexp.__doc__ = "``log(exp(x1) + exp(x2))``, computed without overflow."
-logaddexp2 = _make_logaddexp("logaddexp2", lax.exp2, 1 / np.log(2))
-logaddexp2.__doc__ = "``log2(2**x1 + 2**x2)``, computed without overflow."
+logaddexp = _make_logaddexp("logaddexp", lax.exp, 1.0,
+                            "``log(exp(x1) + exp(x2))``, computed without overflow.")
+logaddexp2 = _make_logaddexp("logaddexp2", lax.exp2, 1 / np.log(2),
+                             "``log2(2**x1 + 2**x2)``, computed without overflow.")
 
 
 @fused(max_args=2)
