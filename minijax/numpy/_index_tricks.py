@@ -438,10 +438,16 @@ def put_along_axis(arr, indices, values, axis: int | None, inplace: bool = True,
                          f"'indices'. Got values.shape={_shape(values)} and "
                          f"indices.shape={_shape(idx)}.") from None
     axis = axis + len(_shape(arr)) if axis < 0 else axis
-    where = list(indices(_shape(arr), sparse=True))
+    where = list(_open_grid(_shape(arr)))
     where[axis] = idx
     result = arr.at[tuple(where)].set(values, mode=mode)
     return reshape(result, original) if len(original) != len(_shape(result)) else result
+
+
+def _open_grid(shape: tuple) -> tuple:
+    """``indices(shape, sparse=True)`` (under a name the ``indices`` parameters of the
+    functions above do not hide)."""
+    return indices(shape, sparse=True)
 
 
 def place(arr, mask, vals, *, inplace: bool = True):
