@@ -40,6 +40,9 @@ from minijax.numpy import array_methods as _array_methods
 
 _array_methods.install(Array)
 _array_methods.install(Tracer)
+for _cls in (Array, Tracer):  # the Array API standard's namespace hooks
+    _cls.__array_namespace__ = numpy._array_api.__array_namespace__
+    _cls.to_device = numpy._array_api.to_device
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,8 @@
 
 import numpy as _np
 
+from minijax.numpy import _array_api
+from minijax.numpy._array_api import __array_api_version__, __array_namespace_info__
 from minijax.numpy._creation import array, asarray, empty, full, ones, zeros
 from minijax.numpy._dtypes_api import (
     ComplexWarning, bfloat16, bool_, can_cast, cdouble, character, complex64, complex128,
