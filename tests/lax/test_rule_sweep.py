@@ -236,7 +236,7 @@ BINARY = [
     ("mul", "mul", "fciub", "any", "any"), ("div", "div", "fciu", "any", "away"),
     ("rem", "rem", "fiu", "pos", ("int", 3, 6)), ("pow", "pow", "fc", "pos", "any"),
     ("max", "max", "fiub", "any", "any"), ("min", "min", "fiub", "any", "any"),
-    ("atan2", "atan2", "f", "away", "away"), ("and", "bitwise_and", "biu", "any", "any"),
+    ("atan2", "atan2", "fc", "away", "away"), ("and", "bitwise_and", "biu", "any", "any"),
     ("or", "bitwise_or", "biu", "any", "any"), ("xor", "bitwise_xor", "biu", "any", "any"),
     ("shift_left", "shift_left", "iu", "any", "bits"),
     ("shift_right_arithmetic", "shift_right_arithmetic", "iu", "any", "bits"),
