@@ -112,6 +112,45 @@ def tree_map_with_path(f: Callable, tree: Any, *rest: Any,
     return treedef.unflatten(f(p, x, *(r[i] for r in rests)) for i, (p, x) in enumerate(pairs))
 
 
+class PrefixMismatchError(ValueError):
+    """``broadcast_prefix``: ``prefix`` does not match ``full`` at key path ``where``."""
+
+    def __init__(self, where: str, prefix: Any, full: Any):
+        super().__init__(f"{where or 'the top level'}: {prefix!r} is not a pytree prefix of "
+                         f"{full!r}")
+        self.where, self.prefix, self.full = where, prefix, full
+
+
+def broadcast_prefix(prefix: Any, full: Any, is_leaf: Callable[[Any], bool]) -> list:
+    """Each leaf of ``prefix`` repeated once per leaf of ``full`` below it, in ``full``'s
+    flattening order.
+
+    ``prefix`` is a pytree prefix of ``full`` built from tuples, lists and dicts, whose
+    leaves are the values ``is_leaf`` accepts (shardings, PartitionSpecs, None, ...).
+    Raises ``PrefixMismatchError`` naming the key path where it does not match.
+
+    >>> broadcast_prefix((1, {"a": 2}), ([0, 0], {"a": 0}), lambda x: isinstance(x, int))
+    [1, 1, 2]
+    """
+    out: list = []
+
+    def walk(p, sub, where):
+        if is_leaf(p):
+            out.extend([p] * len(tree_flatten(sub)[0]))
+        elif isinstance(p, (tuple, list)) and isinstance(sub, (tuple, list)) \
+                and len(p) == len(sub):
+            for k, (a, b) in enumerate(zip(p, sub)):
+                walk(a, b, f"{where}[{k}]")
+        elif isinstance(p, dict) and isinstance(sub, dict) and set(p) == set(sub):
+            for k in p:
+                walk(p[k], sub[k], f"{where}[{k!r}]")
+        else:
+            raise PrefixMismatchError(where, p, sub)
+
+    walk(prefix, full, "")
+    return out
+
+
 def keystr(path: tuple) -> str:
     """``"[0]['w']"`` for a key path, as in jax."""
     return "".join(_key_str(k) for k in path)

@@ -24,7 +24,8 @@ from minijax.core.trace import DebugInfo, extend_axis_env, get_aval, split_trace
     trace_to_jaxpr
 from minijax.lax.shard_map import local_aval, rewrite_body, shard_map_p
 from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
+                                tree_unflatten)
 
 __all__ = ["shard_map"]
 
@@ -32,27 +33,14 @@ __all__ = ["shard_map"]
 def _specs_to_leaves(specs: Any, tree_value: Any, what: str, name: str) -> list:
     """One PartitionSpec per leaf of ``tree_value``; ``specs`` is a pytree prefix of it
     whose leaves are PartitionSpecs (a PartitionSpec is a tuple, so it is a leaf here)."""
-    out: list = []
-
-    def walk(p, sub, where):
-        if isinstance(p, PartitionSpec) or p is None:
-            n = len(tree_flatten(sub)[0])
-            out.extend([p if p is not None else PartitionSpec()] * n)
-            return
-        if isinstance(p, (tuple, list)) and isinstance(sub, (tuple, list)) and \
-                len(p) == len(sub):
-            for k, (a, b) in enumerate(zip(p, sub)):
-                walk(a, b, f"{where}[{k}]")
-            return
-        if isinstance(p, dict) and isinstance(sub, dict) and set(p) == set(sub):
-            for k in p:
-                walk(p[k], sub[k], f"{where}[{k!r}]")
-            return
-        raise ValueError(f"shard_map({name}) {what}{where}: {p!r} is not a pytree prefix of "
-                         f"the {'arguments' if what == 'in_specs' else 'outputs'} made of "
-                         "PartitionSpecs")
-    walk(specs, tree_value, "")
-    return out
+    try:
+        out = broadcast_prefix(specs, tree_value,
+                               lambda p: isinstance(p, PartitionSpec) or p is None)
+    except PrefixMismatchError as e:
+        raise ValueError(f"shard_map({name}) {what}{e.where}: {e.prefix!r} is not a pytree "
+                         f"prefix of the {'arguments' if what == 'in_specs' else 'outputs'} "
+                         "made of PartitionSpecs") from None
+    return [PartitionSpec() if p is None else p for p in out]
 
 
 def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_specs: Any,

@@ -49,7 +49,8 @@ from minijax.stages.compiler import (alias_arg_attrs, compile_module, donation_a
 from minijax.stages.jit_primitive import jit_p
 from minijax.stages.sharded import (Placement, interned_ids, mesh_placement, placement_of,
                                     put_args, sharding_attrs)
-from minijax.tree_util import tree_flatten, tree_flatten_with_path
+from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
+                                tree_flatten_with_path)
 
 logger = logging.getLogger("minijax")
 _flatten = tree_flatten
@@ -500,11 +501,11 @@ class Wrapped(DispatchBase):
         ins = None
         if in_spec is not None:
             ins = _prefix_to_leaves(in_spec, entry.in_tree.unflatten(range(len(leaves)))[0],
-                                    len(leaves), "in_shardings", self._name)
+                                    "in_shardings", self._name)
         outs = None
         if out_spec is not None:
             n = len(entry.out_avals)
-            outs = _prefix_to_leaves(out_spec, entry.out_tree.unflatten(range(n)), n,
+            outs = _prefix_to_leaves(out_spec, entry.out_tree.unflatten(range(n)),
                                      "out_shardings", self._name)
         placement = placement_of(leaves, ins, outs)
         if placement is None:
@@ -625,35 +626,21 @@ def _check_shardings(spec: Any, what: str) -> Any:
     return spec
 
 
-def _prefix_to_leaves(prefix: Any, structure: Any, n: int, what: str, name: str) -> list:
-    """One sharding (or None) per leaf: ``prefix`` is a pytree prefix of ``structure``,
-    whose leaves are the leaf numbers ``0..n-1``."""
+def _prefix_to_leaves(prefix: Any, structure: Any, what: str, name: str) -> list:
+    """One sharding (or None) per leaf of ``structure`` (the arguments' or results' tree,
+    with placeholder leaves), of which ``prefix`` is a pytree prefix."""
     from minijax.runtime.sharding import is_sharding
-    out: list = [None] * n
-
-    def walk(p, sub, where):
-        if p is None or is_sharding(p):
-            for i in tree_flatten(sub)[0]:
-                out[i] = p
-            return
-        if isinstance(p, (tuple, list)) and isinstance(sub, (tuple, list)) \
-                and len(p) == len(sub):
-            for k, (a, b) in enumerate(zip(p, sub)):
-                walk(a, b, f"{where}[{k}]")
-            return
-        if isinstance(p, dict) and isinstance(sub, dict) and set(p) == set(sub):
-            for k in p:
-                walk(p[k], sub[k], f"{where}[{k!r}]")
-            return
-        raise ValueError(f"jit({name}) {what}{where}: {p!r} is not a pytree prefix of the "
-                         f"{'arguments' if what == 'in_shardings' else 'outputs'} "
-                         f"(structure {sub!r})")
     if what == "in_shardings" and isinstance(prefix, list):
         prefix = tuple(prefix)
     if what == "in_shardings" and isinstance(prefix, tuple) and len(prefix) != len(structure):
         raise ValueError(f"jit({name}) in_shardings has {len(prefix)} entries but the "
                          f"function was called with {len(structure)} positional arguments")
-    walk(prefix, structure, "")
+    try:
+        out = broadcast_prefix(prefix, structure, lambda p: p is None or is_sharding(p))
+    except PrefixMismatchError as e:
+        raise ValueError(f"jit({name}) {what}{e.where}: {e.prefix!r} is not a pytree prefix "
+                         f"of the {'arguments' if what == 'in_shardings' else 'outputs'} "
+                         f"(structure {e.full!r})") from None
     return out
 
 

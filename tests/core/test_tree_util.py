@@ -71,3 +71,17 @@ def test_tree_structure_and_is_leaf():
     assert s.num_leaves == 2
     leaves = tu.tree_leaves([(1, 2), (3, 4)], is_leaf=lambda x: isinstance(x, tuple))
     assert leaves == [(1, 2), (3, 4)]
+
+
+def test_broadcast_prefix_repeats_prefix_leaves_and_names_the_mismatch():
+    from minijax.tree_util import PrefixMismatchError, broadcast_prefix
+    is_int = lambda x: isinstance(x, int)  # noqa: E731
+    full = ([0.0, 0.0], {"a": 0.0, "b": (0.0, 0.0)})
+    assert broadcast_prefix(7, full, is_int) == [7] * 5
+    assert broadcast_prefix((1, {"a": 2, "b": 3}), full, is_int) == [1, 1, 2, 3, 3]
+    assert broadcast_prefix((1, {"a": 2, "b": (3, 4)}), full, is_int) == [1, 1, 2, 3, 4]
+    with pytest.raises(PrefixMismatchError, match=r"\[1\]\['b'\]: \(3, 4, 5\)") as info:
+        broadcast_prefix((1, {"a": 2, "b": (3, 4, 5)}), full, is_int)
+    assert isinstance(info.value, ValueError) and info.value.where == "[1]['b']"
+    with pytest.raises(PrefixMismatchError, match="the top level"):
+        broadcast_prefix((1, 2, 3), full, is_int)
