@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from minijax.core.trace import Primitive, get_aval
 from minijax.lowering.types import string_attr
+from minijax.transforms import ad
 
 sharding_constraint_p = Primitive("sharding_constraint")
 
@@ -58,8 +59,6 @@ def with_sharding_constraint(x, shardings):
 
 # ---- transformation rules ----------------------------------------------------------------
 
-from minijax.transforms.ad import defjvp_linear  # noqa: E402
-
 
 def _sharding_constraint_transpose(ct, x, *, sharding):
     return [sharding_constraint_p.bind(ct, sharding=sharding)]
@@ -76,6 +75,6 @@ def _sharding_constraint_batch(trace, vals, dims, *, sharding):
     return sharding_constraint_p.bind(x, sharding=sharding.with_spec(type(spec)(*parts))), b
 
 
-defjvp_linear(sharding_constraint_p)
+ad.defjvp_linear(sharding_constraint_p)
 sharding_constraint_p.def_transpose(_sharding_constraint_transpose)
 sharding_constraint_p.def_batch(_sharding_constraint_batch)
