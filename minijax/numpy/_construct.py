@@ -42,18 +42,26 @@ def _static(x, what: str) -> int:
         raise ConcretizationTypeError(f"{what} must be a static integer, got {x!r}") from None
 
 
-def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
-             axis: int = 0):
-    """``base ** linspace(start, stop, num)``: numbers evenly spaced on a log scale."""
-    num = _static(num, "'num' argument of jnp.logspace")
-    axis = _static(axis, "'axis' argument of jnp.logspace")
+def _log_space_args(name: str, start, stop, num, axis, dtype):
+    """The checked ``num`` and ``axis``, the result dtype, the inexact dtype computed in,
+    and ``start``/``stop`` converted to it (shared by logspace and geomspace)."""
+    num = _static(num, f"'num' argument of jnp.{name}")
+    axis = _static(axis, f"'axis' argument of jnp.{name}")
     if dtype is None:
         dtype = _inexact(result_type(start, stop))
     else:
-        dtype = dtypes.check_user_dtype(dtype, "logspace")
+        dtype = dtypes.check_user_dtype(dtype, name)
     comp = _inexact(dtype)
     start = lax.convert_element_type(ensure_array(start), comp)
     stop = lax.convert_element_type(ensure_array(stop), comp)
+    return num, axis, dtype, comp, start, stop
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
+             axis: int = 0):
+    """``base ** linspace(start, stop, num)``: numbers evenly spaced on a log scale."""
+    num, axis, dtype, comp, start, stop = _log_space_args("logspace", start, stop, num,
+                                                          axis, dtype)
     lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     return lax.convert_element_type(power(base, lin), dtype)
 
@@ -61,15 +69,8 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
     """Numbers evenly spaced on a log scale from ``start`` to ``stop`` (a geometric
     progression; negative endpoints keep their sign)."""
-    num = _static(num, "'num' argument of jnp.geomspace")
-    axis = _static(axis, "'axis' argument of jnp.geomspace")
-    if dtype is None:
-        dtype = _inexact(result_type(start, stop))
-    else:
-        dtype = dtypes.check_user_dtype(dtype, "geomspace")
-    comp = _inexact(dtype)
-    start = lax.convert_element_type(ensure_array(start), comp)
-    stop = lax.convert_element_type(ensure_array(stop), comp)
+    num, axis, dtype, comp, start, stop = _log_space_args("geomspace", start, stop, num,
+                                                          axis, dtype)
     s = sign(start)
     res = s * logspace(log10(start / s), log10(stop / s), num, endpoint=endpoint, base=10.0,
                        dtype=comp, axis=0)
