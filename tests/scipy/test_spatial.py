@@ -102,3 +102,16 @@ def test_names_match_jax():
     for cls in ["Rotation", "Slerp"]:
         want = {n for n in dir(getattr(jtr, cls)) if not n.startswith("_")}
         assert want <= set(dir(getattr(mtr, cls))), want - set(dir(getattr(mtr, cls)))
+
+
+def test_euler_to_matrix_computes_each_sine_once():
+    # from_euler's sines and cosines must not be fused into (and recomputed by) each of
+    # as_matrix's nine entries; the result stays bit-for-bit jax's.
+    angles = np.random.RandomState(1).randn(64, 3).astype(np.float32)
+    f = minijax.jit(lambda a: mtr.Rotation.from_euler("xyz", a).as_matrix())
+    blocks = f.lower(angles).compile().as_text().split("\n\n")
+    matrix = [b for b in blocks if "ROOT" in b and "f32[64,3,3]" in b.split("ROOT")[1]
+              .split("\n")[0]]
+    assert matrix and not any("sine(" in b for b in matrix), matrix
+    want = jax.jit(lambda a: jtr.Rotation.from_euler("xyz", a).as_matrix())(angles)
+    np.testing.assert_array_equal(np.asarray(f(angles)), np.asarray(want))

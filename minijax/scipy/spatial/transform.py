@@ -14,7 +14,7 @@ import typing
 
 import numpy as np
 
-from minijax import numpy as jnp
+from minijax import lax, numpy as jnp
 
 __all__ = ["Rotation", "Slerp"]
 
@@ -124,9 +124,15 @@ def _euler_to_quat(angles, axes: list[int], intrinsic: bool, degrees):
         raise ValueError(f"Expected angles of {len(axes)} values on the last axis for a "
                          f"sequence of {len(axes)} axes, got shape {angles.shape}")
     angles = jnp.where(degrees, jnp.deg2rad(angles), angles)
-    result = _elementary(axes[0], angles[..., 0])
+    # The elementary quaternions are made behind a barrier: otherwise XLA fuses their
+    # sines and cosines into every element of whatever consumes the composed
+    # quaternion (as_matrix's nine entries would each recompute all six), since it
+    # duplicates elementwise producers freely.
+    elementary = lax.optimization_barrier(
+        jnp.stack([_elementary(axis, angles[..., n]) for n, axis in enumerate(axes)], -2))
+    result = elementary[..., 0, :]
     for n in range(1, len(axes)):
-        q = _elementary(axes[n], angles[..., n])
+        q = elementary[..., n, :]
         result = _compose(result, q) if intrinsic else _compose(q, result)
     return result
 
