@@ -121,20 +121,30 @@ def _superdiagonal_mask(n: int, d):
 
 
 def _sqrtm_triu(t):
-    """Square root ``u`` of upper-triangular ``t`` (``u @ u = t``), one superdiagonal at
-    a time: with diagonals below ``d`` filled, ``(u @ u)[i, i+d]`` is exactly the sum
-    over ``i < k < i+d`` of the recurrence."""
+    """Square root ``u`` of upper-triangular ``t`` (``u @ u = t``) by Bjorck and
+    Hammarling's recurrence, column by column and upwards within a column:
+    ``u[i, j] = (t[i, j] - sum_{i<k<j} u[i, k] u[k, j]) / (u[i, i] + u[j, j])``.
+
+    Written with scalar reads and writes only, so that XLA:CPU compiles the whole loop
+    nest into one small kernel (its loops over whole-matrix operations would each cost
+    a dispatch per step)."""
     n = _shape(t)[0]
     diag = jnp.sqrt(jnp.diagonal(t))
-    denom = diag[:, None] + diag[None, :]
+    zero = jnp.zeros((), t.dtype)
 
-    def body(d, u):
-        mask = _superdiagonal_mask(n, d)
-        num = t - _mm(u, u)
-        safe = jnp.where(num == 0, jnp.ones_like(denom), denom)
-        return u + jnp.where(mask & (num != 0), num / safe, 0)
+    def at(x, i, j):
+        return lax.dynamic_slice(x, (i, j), (1, 1))[0, 0]
 
-    return lax.fori_loop(1, n, body, jnp.diag(diag))
+    def entry(j, i, u):
+        s = lax.fori_loop(i + 1, j, lambda k, acc: acc + at(u, i, k) * at(u, k, j), zero)
+        tij = at(t, i, j)
+        value = jnp.where(tij == s, zero, (tij - s) / (diag[i] + diag[j]))
+        return lax.dynamic_update_slice(u, value.reshape(1, 1), (i, j))
+
+    def column(j, u):
+        return lax.fori_loop(0, j, lambda step, u: entry(j, j - 1 - step, u), u)
+
+    return lax.fori_loop(0, n, column, jnp.diag(diag))
 
 
 @jit
