@@ -26,7 +26,8 @@
  * garbage collection that would otherwise do it.
  *
  * Safety: ``_buf`` and ``aval`` are read-only from Python, ``_npy`` accepts only None
- * or a buffer exporter other than an Array, ``_donated`` only a bool or a str. An
+ * or a buffer exporter other than an Array, ``_donated`` only a bool, a str or
+ * a donation site (see mark_donated). An
  * export checks that the exported buffer holds exactly the bytes the aval describes
  * (a mismatch is a BufferError, never a read past the end), and it runs under the
  * array's host lock, which ``Array.delete`` and the other host operations in
@@ -327,6 +328,15 @@ ArrayBase_set_npy(ArrayBase *self, PyObject *value, void *closure)
     return 0;
 }
 
+/* 1 for a donation site recorded by mark_donated: (str name, code object, int). */
+static int
+is_donation_site(PyObject *v)
+{
+    return PyTuple_CheckExact(v) && PyTuple_GET_SIZE(v) == 3 &&
+        PyUnicode_Check(PyTuple_GET_ITEM(v, 0)) && PyCode_Check(PyTuple_GET_ITEM(v, 1)) &&
+        PyLong_CheckExact(PyTuple_GET_ITEM(v, 2));
+}
+
 static PyObject *
 ArrayBase_get_donated(ArrayBase *self, void *closure)
 {
@@ -338,8 +348,10 @@ ArrayBase_get_donated(ArrayBase *self, void *closure)
 static int
 ArrayBase_set_donated(ArrayBase *self, PyObject *value, void *closure)
 {
-    if (value == NULL || !(PyBool_Check(value) || PyUnicode_Check(value))) {
-        PyErr_SetString(PyExc_TypeError, "minijax.Array._donated must be a bool or a str");
+    if (value == NULL || !(PyBool_Check(value) || PyUnicode_Check(value) ||
+                           is_donation_site(value))) {
+        PyErr_SetString(PyExc_TypeError, "minijax.Array._donated must be a bool, a str or "
+                        "a (name, code, last instruction) tuple");
         return -1;
     }
     Py_INCREF(value);
@@ -873,7 +885,10 @@ fail:
 }
 
 /* After a call that donated: marks the donated Arrays whose buffers are gone with
- * where they were donated ("to jit(name) at file:line"), as dispatch.mark_donated.
+ * where they were donated, as dispatch.mark_donated does, but lazily: the record is
+ * (name, code, last instruction) of the caller's frame, which runtime/array.py turns
+ * into "to jit(name) at file:line" only for an error message (working out the line
+ * and formatting it cost about 1 us per call).
  * ``leaves``: a list or a tuple. */
 static int
 mark_donated(PyObject *leaves, PyObject *aliased, PyObject *name)
@@ -903,12 +918,13 @@ mark_donated(PyObject *leaves, PyObject *aliased, PyObject *name)
         if (gone != 1) {
             continue;
         }
-        if (site == NULL) {
+        if (site == NULL) {  /* (name, code, last instruction): formatted when needed */
             PyFrameObject *f = PyEval_GetFrame();  /* borrowed: the caller's frame */
             if (f != NULL) {
                 PyCodeObject *code = PyFrame_GetCode(f);
-                site = PyUnicode_FromFormat("to jit(%U) at %U:%d", name, code->co_filename,
-                                            PyFrame_GetLineNumber(f));
+                PyObject *lasti = PyLong_FromLong(PyFrame_GetLasti(f));
+                site = lasti != NULL ? PyTuple_Pack(3, name, (PyObject *)code, lasti) : NULL;
+                Py_XDECREF(lasti);
                 Py_DECREF(code);
             } else {
                 site = PyUnicode_FromFormat("to jit(%U)", name);

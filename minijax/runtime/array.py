@@ -142,6 +142,8 @@ class Array(_ArrayBase):
 
     def _deleted_message(self) -> str:
         donated = self._donated
+        if type(donated) is tuple:  # (name, code, last instruction), from the C dispatcher
+            donated = donation_site_text(*donated)
         if isinstance(donated, str):  # where: "to jit(f) at file.py:12"
             how = f"donated {donated} (its buffer was reused for an output)"
         elif donated:
@@ -393,6 +395,13 @@ _new = object.__new__
 # tell which device an array is on, at no cost.
 _interned: dict[ShapedArray, ShapedArray] = {}
 _interned_elsewhere: dict[tuple[ShapedArray, Any], ShapedArray] = {}
+
+
+def donation_site_text(name: str, code: Any, lasti: int) -> str:
+    """``"to jit(f) at file.py:12"`` from the donation record the C dispatcher keeps:
+    the jitted function's name and the caller's code object and last instruction."""
+    line = next((ln for start, end, ln in code.co_lines() if start <= lasti < end), None)
+    return f"to jit({name}) at {code.co_filename}:{line}"
 
 
 def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:

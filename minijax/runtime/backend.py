@@ -106,9 +106,12 @@ config.on_change("minijax_enable_x64", _on_x64_change)
 # which crashes), and only where they are missing, so jax's own definitions win
 # when jax shares the process.
 
+_REPLICATED = xla_client.HloSharding.replicate()  # jaxlib asks at every device_put
+
+
 def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
     del num_dimensions
-    return xla_client.HloSharding.replicate()
+    return _REPLICATED
 
 
 def _device_assignment(self) -> tuple:

@@ -1,6 +1,7 @@
 """Buffer donation: aliases in the lowered module, deletion, errors, warnings, args_info."""
 
 import re
+import sys
 import warnings
 
 import jax
@@ -55,6 +56,23 @@ def test_donated_array_is_deleted_and_use_says_where():
         with pytest.raises(RuntimeError, match=where):
             use()
     assert "deleted" in repr(x) and x.shape == (3,)
+
+
+def test_fast_path_donation_says_where():
+    # The second call takes the C dispatch path, which records the site lazily.
+    f = minijax.jit(lambda x, y: x * y, donate_argnums=0)
+    y = jnp.ones(3)
+    f(jnp.arange(3.0), y)
+    xs = [jnp.arange(3.0) for _ in range(3)]
+    lines = []
+    for x in xs:
+        f(x, y)
+        lines.append(sys._getframe().f_lineno - 1)
+    for x, line in zip(xs, lines):
+        assert x.is_deleted()
+        with pytest.raises(RuntimeError, match=rf"donated to jit\(<lambda>\) at "
+                                               rf".*test_donation\.py:{line} "):
+            np.asarray(x)
 
 
 def test_donate_argnames_by_keyword_and_position():
