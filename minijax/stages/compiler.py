@@ -4,12 +4,14 @@
 ``Executable`` used by ``jit``, ``Lowered.compile`` and eager execution. It
 
 1. checks ``compiler_options`` (``ValueError`` naming a bad option, before XLA runs);
-2. with ``minijax_compilation_cache_dir`` set, looks the module up on disk, keyed by
+2. returns the executable already compiled for the same module, types, options and
+   device when one is alive (``stages/cache.py``);
+3. with ``minijax_compilation_cache_dir`` set, looks the module up on disk, keyed by
    the module text without locations, the options, the jaxlib version and the
    platform, and loads it without compiling on a hit (the entry must record that
    key and pass its checksum, and the loaded executable's result types must be the
    module's; see ``minijax.runtime.compilation_cache``);
-3. otherwise compiles, and stores the result on disk when the cache is on (within
+4. otherwise compiles, and stores the result on disk when the cache is on (within
    ``minijax_compilation_cache_max_size``). The cache never makes compilation fail:
    its problems are logged.
 """
@@ -34,6 +36,7 @@ from minijax.runtime.array import intern_aval
 from minijax.runtime.backend import backend_of, get_backend
 from minijax.runtime.sharded_executable import compile_sharded, deserialize_sharded
 from minijax.runtime.sharding import Placement
+from minijax.stages.cache import EXECUTABLES
 
 logger = logging.getLogger("minijax")
 
@@ -52,12 +55,14 @@ def normalize_options(compiler_options: Mapping[str, Any] | Options | None) -> O
 def compile_module(text: str, out_avals: Sequence[ShapedArray],
                    compiler_options: Mapping[str, Any] | Options | None = None,
                    num_args: int | None = None, *, donated: Sequence[int] = (),
-                   name: str | None = None, device=None) -> _rt_exe.Executable:
-    """Compile StableHLO text for ``device`` (the default device if None), or load it
-    from the disk cache.
+                   name: str | None = None, device=None, parsed=None
+                   ) -> _rt_exe.Executable:
+    """Compile StableHLO text for ``device`` (the default device if None), or find it
+    compiled already (in memory, then in the disk cache).
 
     ``donated``: indices of the parameters aliased to outputs (marked
     ``tf.aliasing_output`` in the text); the runtime marks them when they are reused.
+    ``parsed``: the ``ir.Module`` the text parses to, when the caller has it.
     """
     options = normalize_options(compiler_options)
     callbacks = bool(getattr(text, "host_callbacks", ()))  # runtime/callback.py
@@ -69,15 +74,21 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
     if device is None:
         device = backend.default_device
     out_avals = [intern_aval(a, device) for a in out_avals]
-    key = parsed = None
+    shared = EXECUTABLES.module_key(text, out_avals, options, num_args, donated, device)
+    exe = EXECUTABLES.executable(shared)
+    if exe is not None:
+        return exe
+    key = None
     if _disk.cache_dir() is not None and not (callbacks or checked):  # process-bound
         # parsed once: the key's location-free text, and on a miss what XLA compiles
-        parsed = _parse(text)
+        if parsed is None:
+            parsed = _parse(text)
         key = cache_key(text, options, num_args, len(out_avals), backend, device,
                         parsed=parsed)
         exe = _cache_load(key, name, lambda data: _rt_exe.deserialize(
             data, out_avals, backend, device=device, donated=donated))
         if exe is not None:
+            EXECUTABLES.put_executable(shared, exe)
             return exe
     compile_options = _rt_exe.default_compile_options(device, num_args, len(out_avals))
     _options.apply(compile_options, options)
@@ -89,6 +100,7 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
                        time.perf_counter() - start)
     if key is not None:
         _cache_store(key, exe, name)
+    EXECUTABLES.put_executable(shared, exe)
     return exe
 
 

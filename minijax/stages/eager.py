@@ -12,8 +12,9 @@ from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.stages.common import abstractify, call_device, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
-from minijax.stages.sharded import Placement, interned_ids, sharding_attrs
-from minijax.stages.jit import Wrapped, compile_module, to_buffers
+from minijax.stages.sharded import Placement, interned_ids, sharding_attrs, to_buffers
+from minijax.stages.compiler import compile_module
+from minijax.stages.jit import Wrapped
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array
 from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_constant

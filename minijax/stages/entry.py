@@ -2,16 +2,18 @@
 
 ``jit`` keeps one per signature (``stages/jit.py``); ``Traced``, ``Lowered`` and
 ``Compiled`` carry theirs, and a deserialized ``Compiled`` is rebuilt around one
-(``stages/serialization.py``; its jaxpr is then None).
+(``stages/serialization.py``; its jaxpr is then None). Its ``calls`` table holds
+its ``Compiled`` executables (``stages/cache.py``).
 """
 
 from __future__ import annotations
 
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
 from minijax.core.lru import LRUCache
+from minijax.tree_util import tree_flatten
 from minijax.stages.compiler import donation_aliases
 
-__all__ = ["TraceEntry", "param_runner", "used_inputs"]
+__all__ = ["TraceEntry", "flat_entry", "param_runner", "used_inputs"]
 
 
 def used_inputs(closed: ClosedJaxpr) -> tuple[int, ...] | None:
@@ -38,7 +40,7 @@ class TraceEntry:
 
     __slots__ = ("closed", "in_tree", "out_tree", "in_avals", "out_avals", "arg_names",
                  "out_paths", "hoisted", "calls", "name", "donated", "has_donation",
-                 "aliases", "unused_donations", "statics", "kept", "_pruned")
+                 "aliases", "unused_donations", "statics", "kept", "_pruned", "__weakref__")
 
     def __init__(self, closed, in_tree, out_tree, in_avals, arg_names, out_paths, hoisted,
                  name, donated, out_avals=None, statics=(), kept=None):
@@ -51,7 +53,7 @@ class TraceEntry:
         self.arg_names = arg_names
         self.out_paths = out_paths
         self.hoisted = hoisted
-        # (EqnContext, device or None for the default) -> _Call
+        # (XLA metadata, device or None for the default, compiler options) -> Compiled
         self.calls = LRUCache("minijax_jit_cache_size")
         self.name = name
         self.donated = tuple(donated)
@@ -89,6 +91,16 @@ class TraceEntry:
                 Jaxpr(j.constvars, self.params(j.invars), j.outvars, j.eqns, j.debug_info),
                 self.closed.consts)
         return self._pruned
+
+
+def flat_entry(closed: ClosedJaxpr, name: str) -> TraceEntry:
+    """An entry for a jaxpr that no ``jit`` traced (a ``jit`` equation's, run eagerly):
+    flat arguments and results, nothing donated, every input kept."""
+    n_in, n_out = len(closed.in_avals), len(closed.out_avals)
+    in_tree = tree_flatten((tuple(range(n_in)), {}))[1]
+    out_tree = tree_flatten(list(range(n_out)))[1]
+    return TraceEntry(closed, in_tree, out_tree, list(closed.in_avals), None, None, [], name,
+                      (False,) * n_in)
 
 
 def param_runner(exe, out_tree, kept):

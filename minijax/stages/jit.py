@@ -31,64 +31,35 @@ from typing import Any
 from collections.abc import Callable, Iterable, Sequence
 
 from minijax.config import TRACE_KEY, config
-from minijax.core.jaxpr import EMPTY_CTX, ClosedJaxpr
-from minijax.core.traceback_util import (add_xla_error_source, api_boundary, process_exception,
+from minijax.core.jaxpr import EMPTY_CTX
+from minijax.core.traceback_util import (api_boundary, process_exception,
                                          register_boundary)
 from minijax.core.lru import LRUCache
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
-from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array
-from minijax.runtime.transfer import device_put
+from minijax.stages.cache import EXECUTABLES
 from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
                                    argnums_tuple, call_device, check_argnames, check_argnums,
-                                   fun_name, module_name, raise_if_deleted, result_names)
+                                   fun_name, raise_if_deleted)
 from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_specs
 from minijax.stages.dispatch import DispatchBase, flat_key, make_constants, mark_donated
-from minijax.stages.entry import TraceEntry, param_runner, used_inputs
-from minijax.stages.compiler import (alias_arg_attrs, compile_module,
-                                     normalize_options, warn_unused_donations)
+from minijax.stages.entry import TraceEntry, used_inputs
+from minijax.stages.compiler import compile_module, normalize_options
 from minijax.stages.jit_primitive import jit_p
 from minijax.stages.sharded import (Placement, aot_device, interned_ids, mesh_placement,
-                                    placement_of, put_args, sharding_attrs)
+                                    placement_of, to_buffers)
+from minijax.stages.stages import Traced
 from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
                                 tree_flatten_with_path)
 
 logger = logging.getLogger("minijax")
 _flatten = tree_flatten
 
-__all__ = ["Wrapped", "compile_closed_jaxpr", "compile_module", "execute", "jit", "to_buffers"]
+__all__ = ["Wrapped", "compile_module", "jit", "to_buffers"]
 
 
-# ---- compiling and running ------------------------------------------------------------
-
-def compile_closed_jaxpr(closed: ClosedJaxpr, name: str, device=None):
-    extra = (sharding_attrs(device, closed.in_avals, closed.out_avals)
-             if isinstance(device, Placement) else {})
-    text = lower_module(closed, module_name=module_name(name), name_prefix=f"jit({name})",
-                        **extra)
-    return compile_module(text, closed.out_avals, num_args=len(closed.in_avals), name=name,
-                          device=device)
-
-
-def to_buffers(args: Iterable[Any], device=None) -> list:
-    """Device buffers for ``args`` on ``device`` (None: the default device, where
-    Arrays are used as they are); other values, and Arrays elsewhere, are put there."""
-    if device is None:
-        return [x._buf if type(x) is Array else device_put(x)._buf for x in args]
-    if isinstance(device, Placement):  # sharded over several devices
-        return put_args(args, device)
-    return [x._buf if type(x) is Array and x.device == device else device_put(x, device)._buf
-            for x in args]
-
-
-def execute(exe, args: Sequence[Any], device=None) -> list[Array]:
-    try:
-        return exe.execute(to_buffers(args, device))
-    except Exception:
-        raise_if_deleted(args)
-        raise
-
+# ---- the flat call shape --------------------------------------------------------------
 
 _flat_trees: dict[tuple, Any] = {}
 
@@ -104,18 +75,6 @@ def _flat_treedef(n: int, kw_names: tuple = ()):
 
 
 # ---- tracing ----------------------------------------------------------------------------
-
-class _Call:
-    """A compiled executable for one entry under one metadata context."""
-
-    __slots__ = ("exe", "out_tree", "run")
-
-    def __init__(self, exe, out_tree, kept=None):
-        self.exe = exe
-        self.out_tree = out_tree
-        # one buffer per input leaf -> output pytree (unused leaves' buffers dropped)
-        self.run = param_runner(exe, out_tree, kept)
-
 
 def _hashable(fun_nm: str, where: str, value: Any) -> None:
     try:
@@ -439,13 +398,15 @@ class Wrapped(DispatchBase):
                     device = mesh_placement(entry.closed, leaves, device)
             if self._device is not None:
                 device = _placed(self._name, self._device, device)
-            call = entry.calls.get((ctx, device))
-            if call is None:
-                call = entry.calls[ctx, device] = self._compile(entry, ctx, device)
+            # The executable cache, else what jit(f).trace(*args).lower().compile() does.
+            compiled = EXECUTABLES.get(entry, ctx.metadata, device, self._compiler_options)
+            if compiled is None:
+                compiled = Traced(entry, device, self._compiler_options).lower().compile()
+            run = compiled.run_buffers
             if fast:  # the avals of device arrays will be these (interned) objects
-                self._add_fast_entry(entry, call, device, args, kwargs, leaves)
+                self._add_fast_entry(entry, run, device, args, kwargs, leaves)
             try:
-                out = call.run(to_buffers(leaves, device))
+                out = run(to_buffers(leaves, device))
             except Exception:
                 raise_if_deleted(leaves)
                 raise
@@ -456,17 +417,18 @@ class Wrapped(DispatchBase):
             process_exception(e)
             raise
 
-    def _add_fast_entry(self, entry: TraceEntry, call: _Call, device, args: tuple, kwargs: dict,
+    def _add_fast_entry(self, entry: TraceEntry, run, device, args: tuple, kwargs: dict,
                         leaves: list) -> None:
-        """Let the next calls of this signature take the dispatch fast paths."""
+        """Let the next calls of this signature take the dispatch fast paths (``run``:
+        the ``Compiled``'s ``run_buffers``)."""
         if not self._positional_fast_path_ok(entry.in_avals):
             return
         ids = interned_ids(entry.in_avals, device)
         if entry.has_donation:
             self._tree_fast[(entry.in_tree, entry.statics, *ids)] = (
-                call.run, tuple(entry.aliased_inputs), self._name)
+                run, tuple(entry.aliased_inputs), self._name)
         else:
-            self._tree_fast[(entry.in_tree, entry.statics, *ids)] = call.run
+            self._tree_fast[(entry.in_tree, entry.statics, *ids)] = run
         _with_fast_entries.add(self)
         if device is None and any(type(x) in PY_SCALAR_TYPES for x in leaves):
             scalar_specs()  # Python scalar leaves: fresh buffers need these
@@ -485,54 +447,23 @@ class Wrapped(DispatchBase):
             kw_ids = [ids[n_pos + order.index(k)] for k in kw_names]
             statics = None if self._dispatch_statics is None else entry.statics
             self._fast[flat_key((*ids[:n_pos], *kw_ids), kw_names, statics)] = (
-                (call.run, tuple(entry.aliased_inputs), self._name) if entry.has_donation
-                else call.run)
+                (run, tuple(entry.aliased_inputs), self._name) if entry.has_donation
+                else run)
 
     def _positional_fast_path_ok(self, in_avals) -> bool:
         """Whether calls with these argument types may take the dispatch fast path
         (where Python scalars meet it as weakly typed constants); subclasses narrow it."""
         return True
 
-    def _compile(self, entry: TraceEntry, ctx, device=None) -> _Call:
-        text, info = self._lower_text(entry, ctx.metadata, device)
-        kept = _kept(entry, device)
-        try:
-            exe = compile_module(text, entry.out_avals, self._compiler_options,
-                                 len(entry.in_avals) if kept is None else len(kept),
-                                 donated=entry.param_aliased() if kept is not None else
-                                 entry.aliased_inputs, name=self._name, device=device)
-        except Exception as e:  # XLA's errors carry the locations of the equations
-            add_xla_error_source(e, entry.closed.jaxpr, text)
-            raise
-        if info.has_metadata:
-            from minijax.stages.stages import check_compiled_metadata
-            check_compiled_metadata(text, exe, info)
-        return _Call(exe, entry.out_tree, kept)
-
     def _call_traced(self, args, kwargs):
         entry, leaves = self._entry(args, kwargs)
+        if not entry.hoisted:  # the equation run eagerly runs this entry's executables
+            EXECUTABLES.register(entry)
         donated = (False,) * len(entry.hoisted) + entry.donated
         outs = jit_p.bind(*entry.hoisted, *leaves, jaxpr=entry.closed, name=self._name,
                           donated_invars=donated, inline=self._inline,
                           call_metadata=self._call_metadata)
         return entry.out_tree.unflatten(outs)
-
-    def _lower_text(self, entry: TraceEntry, outer_metadata: tuple = (), placement=None):
-        """``(module text, LoweringInfo)`` of ``entry`` (``lowering/lower.py``)."""
-        if entry.unused_donations:
-            warn_unused_donations(entry.in_avals, entry.unused_donations)
-        if isinstance(placement, Placement):  # mhlo.sharding per parameter (and result)
-            extra = sharding_attrs(placement, entry.in_avals, entry.out_avals,
-                                   alias_arg_attrs(entry.aliases))
-            closed, arg_names = entry.closed, entry.arg_names
-        else:  # the unused arguments dropped (unless keep_unused)
-            extra = {"arg_attrs": alias_arg_attrs(entry.params(entry.aliases))}
-            closed = entry.pruned_jaxpr()
-            arg_names = entry.params(entry.arg_names) if entry.arg_names else entry.arg_names
-        return lower_module(closed, module_name=module_name(self._name),
-                            name_prefix=f"jit({self._name})", arg_names=arg_names,
-                            result_names=result_names(entry.out_paths),
-                            outer_metadata=outer_metadata, with_info=True, **extra)
 
     def _placement(self, entry: TraceEntry, leaves: Sequence[Any]):
         """The placement of a call of a ``jit`` given ``in_shardings``/``out_shardings``."""
@@ -555,9 +486,7 @@ class Wrapped(DispatchBase):
 
     @api_boundary
     def trace(self, *args, **kwargs):
-        from minijax.stages.stages import Traced
         entry, leaves = self._entry(args, kwargs, allow_shape_dtype=True)
-        traced = Traced(self, entry)
         # Sharded arguments or in/out_shardings: lowered and compiled for their devices.
         placement = (self._placement(entry, leaves) if self._shardings is not None
                      else aot_device(leaves))
@@ -565,10 +494,8 @@ class Wrapped(DispatchBase):
             placement = mesh_placement(entry.closed, leaves, placement)
         if self._device is not None and not isinstance(placement, Placement):
             placement = _placed(self._name, self._device, placement)
-        traced._placement = placement if isinstance(placement, Placement) else None
-        # one device other than the default: compiled for it (the arguments' or device=)
-        traced._device = None if isinstance(placement, Placement) else placement
-        return traced
+        # or one device other than the default (the arguments' or device=): compiled for it
+        return Traced(entry, placement, self._compiler_options)
 
     @api_boundary
     def lower(self, *args, **kwargs):
@@ -608,12 +535,6 @@ class Wrapped(DispatchBase):
 
     def __deepcopy__(self, memo) -> Wrapped:
         return self
-
-
-def _kept(entry: TraceEntry, placement):
-    """The input leaves an executable for ``placement`` takes: ``entry.kept``, except
-    that a program partitioned over several devices keeps them all."""
-    return None if isinstance(placement, Placement) else entry.kept
 
 
 def _placement(device, backend):

@@ -1,12 +1,11 @@
 """The ``jit`` primitive: a call of a closed jaxpr, as nested ``jit`` appears in a trace.
 
 Lowered to ``func.call`` of a private function (or inlined with ``inline=True``);
-run eagerly by compiling the jaxpr once.
+run eagerly through the same pipeline and executable cache as ``jit`` calls
+(``stages.stages.run_jit_equation``).
 """
 
 from __future__ import annotations
-
-import weakref
 
 from minijax.core.jaxpr import ClosedJaxpr, FreshNames, JaxprEqn, Var
 from minijax.core.primitives import jit_p
@@ -56,22 +55,12 @@ def _loc_name(name: str, call_metadata) -> str:
 jit_p.loc_name = lambda params: _loc_name(params["name"], params.get("call_metadata"))
 
 
-_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # jaxpr -> {device: exe}
-
-
 @jit_p.def_impl
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inline=False,
         call_metadata=()):
-    from minijax.stages.common import call_device
-    from minijax.stages.jit import compile_closed_jaxpr, execute
-    device = call_device(args)  # None: the default device
-    per_device = _compiled.get(jaxpr)
-    if per_device is None:
-        per_device = _compiled[jaxpr] = {}
-    exe = per_device.get(device)
-    if exe is None:
-        exe = per_device[device] = compile_closed_jaxpr(jaxpr, name, device)
-    return execute(exe, args, device)
+    # Traced -> Lowered -> Compiled, through the executable cache (stages/cache.py)
+    from minijax.stages.stages import run_jit_equation
+    return run_jit_equation(args, jaxpr, name)
 
 
 # ---- differentiation rules ---------------------------------------------------------------

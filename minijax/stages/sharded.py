@@ -12,7 +12,7 @@ interned avals of their own per sharding.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import weakref
@@ -29,7 +29,7 @@ from minijax.stages.common import call_device, sharding_mismatch
 from minijax.lowering.types import string_attr
 
 __all__ = ["Placement", "aot_device", "check_compiled_args", "interned_ids", "placement_of",
-           "put_args", "sharding_attrs"]
+           "put_args", "sharding_attrs", "to_buffers"]
 
 
 def _is_single(s: Any) -> bool:
@@ -142,6 +142,18 @@ def put_args(args: Sequence[Any], placement: Placement) -> list:
         else:
             out.append(device_put(x, s)._buf)
     return out
+
+
+def to_buffers(args: Iterable[Any], device=None) -> list:
+    """Device buffers for ``args`` on ``device`` (None: the default device, where
+    Arrays are used as they are; a ``Placement``: laid out as its input shardings);
+    other values, and Arrays elsewhere, are put there."""
+    if device is None:
+        return [x._buf if type(x) is Array else device_put(x)._buf for x in args]
+    if isinstance(device, Placement):  # sharded over several devices
+        return put_args(args, device)
+    return [x._buf if type(x) is Array and x.device == device else device_put(x, device)._buf
+            for x in args]
 
 
 def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Sequence[Any],

@@ -1,21 +1,32 @@
-"""The AOT stages: ``Traced`` -> ``Lowered`` -> ``Compiled`` (mirrors ``jax.stages``)."""
+"""The AOT stages: ``Traced`` -> ``Lowered`` -> ``Compiled`` (mirrors ``jax.stages``).
+
+They are the one jit pipeline: ``jit(f)(*args)`` on a miss runs
+``Traced(entry, device, options).lower().compile()`` as ``jit(f).trace(*args)`` does,
+and every ``Compiled`` comes from (and goes to) the executable cache
+(``stages/cache.py``), so both ways share one executable. ``jit`` equations run
+eagerly (``run_jit_equation``) take the same path.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from minijax.core.aval import ShapeDtypeStruct
-from minijax.core.trace import Tracer
+from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.trace import Tracer, current_ctx
 from minijax.core.traceback_util import (add_xla_error_source, api_boundary, process_exception,
                                          register_boundary, user_stacklevel)
 from minijax.lowering import mlir
-from minijax.lowering.lower import NO_METADATA, LoweringInfo
-from minijax.runtime.array import Array
+from minijax.lowering.lower import NO_METADATA, LoweringInfo, lower_module
 from minijax.runtime.backend import get_backend
-from minijax.stages.common import abstractify, check_on_device, raise_if_deleted
-from minijax.stages.dispatch import DispatchBase, make_constants
-from minijax.stages.entry import param_runner
-from minijax.stages.sharded import interned_ids
+from minijax.stages.cache import EXECUTABLES
+from minijax.stages.common import (abstractify, check_on_device, module_name, raise_if_deleted,
+                                   result_names)
+from minijax.stages.compiler import (alias_arg_attrs, compile_module, normalize_options,
+                                     warn_unused_donations)
+from minijax.stages.dispatch import DispatchBase, make_constants, mark_donated
+from minijax.stages.entry import flat_entry, param_runner
+from minijax.stages.sharded import Placement, interned_ids, sharding_attrs, to_buffers
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import tree_flatten
 
@@ -71,12 +82,38 @@ class _StageInfo:
         return _out_info(self._entry)
 
 
-class Traced(_StageInfo):
-    """A function traced for specific argument types: has ``jaxpr`` and ``lower()``."""
+def lower_entry(entry, metadata: tuple = (), device=None) -> tuple[str, LoweringInfo]:
+    """``(module text, LoweringInfo)`` of ``entry`` under the XLA metadata ``metadata``
+    (``lowering/lower.py``), for ``device``: on a ``Placement`` every parameter gets its
+    ``mhlo.sharding``; otherwise the unused arguments are dropped (unless ``keep_unused``)."""
+    if entry.unused_donations:
+        warn_unused_donations(entry.in_avals, entry.unused_donations)
+    if isinstance(device, Placement):  # mhlo.sharding per parameter (and result)
+        extra = sharding_attrs(device, entry.in_avals, entry.out_avals,
+                               alias_arg_attrs(entry.aliases))
+        closed, arg_names = entry.closed, entry.arg_names
+    else:
+        extra = {"arg_attrs": alias_arg_attrs(entry.params(entry.aliases))}
+        closed = entry.pruned_jaxpr()
+        arg_names = entry.params(entry.arg_names) if entry.arg_names else entry.arg_names
+    return lower_module(closed, module_name=module_name(entry.name),
+                        name_prefix=f"jit({entry.name})", arg_names=arg_names,
+                        result_names=(None if entry.out_paths is None
+                                      else result_names(entry.out_paths)),
+                        outer_metadata=metadata, with_info=True, **extra)
 
-    def __init__(self, wrapped, entry):
-        self._wrapped = wrapped
+
+class Traced(_StageInfo):
+    """A function traced for specific argument types: has ``jaxpr`` and ``lower()``.
+
+    ``device``: where it is to run: None (the default device), a ``Device``, or a
+    ``Placement`` over several devices; ``compiler_options``: ``jit``'s (normalized).
+    """
+
+    def __init__(self, entry, device=None, compiler_options: tuple = ()):
         self._entry = entry
+        self._device = device
+        self._compiler_options = compiler_options
 
     @property
     def jaxpr(self):
@@ -86,32 +123,31 @@ class Traced(_StageInfo):
     def fun_name(self) -> str:
         return self._entry.name
 
-
     @api_boundary
     def lower(self) -> Lowered:
+        """Lower under the XLA metadata context in force (``set_xla_metadata``)."""
         if self._entry.hoisted:
             raise ValueError(f"cannot lower {self._entry.name}: it closes over traced values of "
                              "an enclosing transformation")
-        from minijax.core.trace import current_ctx
-        placement = getattr(self, "_placement", None)
-        lowered = Lowered(self._wrapped, self._entry, *self._wrapped._lower_text(
-            self._entry, current_ctx().metadata, placement))
-        lowered._placement = placement
-        lowered._device = getattr(self, "_device", None)
-        return lowered
+        metadata = current_ctx().metadata
+        text, info = lower_entry(self._entry, metadata, self._device)
+        return Lowered(self._entry, text, info, metadata, self._device,
+                       self._compiler_options)
 
 
 class Lowered(_StageInfo):
     """A function lowered to StableHLO, ready to compile."""
 
-    def __init__(self, wrapped, entry, text: str, info: LoweringInfo = NO_METADATA):
-        self._wrapped = wrapped
+    def __init__(self, entry, text: str, info: LoweringInfo = NO_METADATA,
+                 metadata: tuple = (), device=None, compiler_options: tuple = ()):
         self._entry = entry
         self._text = text  # StableHLO in generic form, with locations
         self._info = info  # what lowering noted for the checks after compiling
-        self._module = None
+        self._metadata = metadata  # the XLA metadata context it was lowered under
+        self._device = device  # None (the default device), a Device or a Placement
+        self._compiler_options = compiler_options
+        self._module = None  # the text parsed, once
         self._xla = None  # the module as HLO, converted (and checked) once
-
 
     def _ir(self):
         if self._module is None:
@@ -138,7 +174,7 @@ class Lowered(_StageInfo):
         """The module as an ``XlaComputation``, converted once; with XLA metadata,
         checked once that the conversion kept every attribute."""
         if self._xla is None:
-            comp = mlir.to_xla_computation(mlir.to_text(self._ir(), debug_info=True))
+            comp = mlir.to_xla_computation(self._text)
             if self._info.has_metadata:
                 check_attributes_survived(self._text, comp.as_hlo_text())
             self._xla = comp
@@ -152,36 +188,42 @@ class Lowered(_StageInfo):
     @api_boundary
     def compile(self, compiler_options: dict | None = None, *,
                 must_fuse: str = "warn") -> Compiled:
-        """Compile for the default backend.
+        """Compile for the device it was lowered for (its arguments', or the default).
 
         ``compiler_options`` are added to (and override) those given to ``jit``;
         an unknown name or a value of the wrong type raises ``ValueError``.
         ``must_fuse``: what to do when a ``must_fuse_call`` group is split across
         fusions by the backend ("warn": ``MustFuseWarning``; "error": raise
         ``MustFuseError``; "ignore").
+
+        The executable is shared (``stages/cache.py``): a ``jit`` call of the same
+        function, types, device and options compiled it already, or will use this one.
         """
-        from minijax.stages.compiler import compile_module, normalize_options
         if must_fuse not in ("warn", "error", "ignore"):
             raise ValueError(f"must_fuse must be 'warn', 'error' or 'ignore', got {must_fuse!r}")
-        opts = dict(self._wrapped._compiler_options)
-        opts.update(normalize_options(compiler_options))
-        entry = self._entry
-        placement = getattr(self, "_placement", None)  # sharded: partitioned over devices
-        kept = None if placement is not None else entry.kept  # unused arguments dropped
-        # one device: the arguments' (or jit's device=); None for the default one
-        device = placement if placement is not None else getattr(self, "_device", None)
-        try:
-            exe = compile_module(self._text, entry.out_avals, opts,
-                                 len(entry.in_avals) if kept is None else len(kept),
-                                 donated=entry.aliased_inputs if kept is None else
-                                 entry.param_aliased(), name=entry.name, device=device)
-        except Exception as e:  # XLA's errors carry the locations of the equations
-            add_xla_error_source(e, entry.closed.jaxpr, self._text)
-            raise
+        opts = self._compiler_options
+        if compiler_options:
+            opts = normalize_options({**dict(opts), **dict(normalize_options(compiler_options))})
+        entry, device = self._entry, self._device
+        compiled = EXECUTABLES.get(entry, self._metadata, device, opts)
+        if compiled is None:
+            kept = None if isinstance(device, Placement) else entry.kept  # unused dropped
+            try:
+                exe = compile_module(self._text, entry.out_avals, opts,
+                                     len(entry.in_avals) if kept is None else len(kept),
+                                     donated=entry.aliased_inputs if kept is None else
+                                     entry.param_aliased(), name=entry.name, device=device,
+                                     parsed=self._module)
+            except Exception as e:  # XLA's errors carry the locations of the equations
+                add_xla_error_source(e, entry.closed.jaxpr, self._text)
+                raise
+            if self._info.has_metadata:
+                self._hlo()  # no attribute dropped by the conversion (checked once)
+            compiled = Compiled(entry, exe)
+            EXECUTABLES.put(entry, self._metadata, device, opts, compiled)
         if self._info.has_metadata:
-            self._hlo()  # no attribute dropped by the conversion (checked once)
-            check_must_fuse(exe, self._info, must_fuse)
-        return Compiled(entry, exe)
+            check_must_fuse(compiled.executable, self._info, must_fuse)
+        return compiled
 
 
 class Compiled(_StageInfo, DispatchBase):
@@ -206,8 +248,9 @@ class Compiled(_StageInfo, DispatchBase):
         self._target = self._placement if self._placement is not None else (
             None if exe.device == default_device() else exe.device)
         # one buffer per argument leaf; those of unused ones are dropped (not sharded)
-        self._run = param_runner(exe, entry.out_tree,
-                                 entry.kept if self._placement is None else None)
+        kept = entry.kept if self._placement is None else None
+        self._run = param_runner(exe, entry.out_tree, kept)
+        self._run_flat = None  # the same with the outputs as a list (run_jit_equation)
         # The fast path: no kwargs, positional leaves only, nothing donated.
         flat = (not entry.has_donation and
                 entry.in_tree == tree_flatten((tuple(range(len(entry.in_avals))), {}))[1])
@@ -223,6 +266,12 @@ class Compiled(_StageInfo, DispatchBase):
     def executable(self):
         """The runtime ``Executable`` (``runtime/executable.py``) it calls."""
         return self._exe
+
+    @property
+    def run_buffers(self):
+        """``bufs -> outputs``: runs on one device buffer per argument leaf, placed where
+        it runs, and builds the output pytree (``jit``'s dispatch tables hold these)."""
+        return self._run
 
     @property
     def in_avals(self) -> list:
@@ -306,8 +355,6 @@ class Compiled(_StageInfo, DispatchBase):
             else:
                 from minijax.stages.sharded import check_compiled_args
                 check_compiled_args(leaves, self._placement, self._arg_name)
-            from minijax.stages.dispatch import donation_site
-            from minijax.stages.jit import to_buffers
             if self._fast and not kwargs and self._target is None:
                 make_constants(args)
             try:
@@ -316,12 +363,7 @@ class Compiled(_StageInfo, DispatchBase):
                 raise_if_deleted(leaves)
                 raise
             if entry.has_donation:
-                site = None
-                for i in entry.aliased_inputs:
-                    x = leaves[i]
-                    if type(x) is Array and x._buf.is_deleted():
-                        site = site or donation_site(entry.name)
-                        x._donated, x._npy = site, None
+                mark_donated(leaves, entry.aliased_inputs, entry.name)
             return out
         except Exception as e:  # a boundary (core/traceback_util.py)
             process_exception(e)
@@ -331,14 +373,36 @@ class Compiled(_StageInfo, DispatchBase):
         names = self._entry.arg_names
         return repr(names[i]) if names and i < len(names) else f"at leaf {i}"
 
+    def _run_leaves(self, leaves) -> list:
+        """Run on one value per argument leaf; the outputs as a list."""
+        if self._run_flat is None:
+            self._run_flat = param_runner(self._exe, None, self._entry.kept
+                                          if self._placement is None else None)
+        try:
+            return self._run_flat(to_buffers(leaves, self._target))
+        except Exception:
+            raise_if_deleted(leaves)
+            raise
 
-def check_compiled_metadata(text: str, exe, info: LoweringInfo, must_fuse: str = "warn"
-                            ) -> None:
-    """After compiling a module that carries XLA metadata (``info``, from lowering):
-    no attribute may have been dropped by the HLO conversion, and must-fuse groups
-    are checked."""
-    check_attributes_survived(text, mlir.hlo_text(text))
-    check_must_fuse(exe, info, must_fuse)
+
+def run_jit_equation(args, jaxpr, name: str) -> list:
+    """Run a ``jit`` equation (``jit_p``'s eager implementation) through the pipeline.
+
+    Its jaxpr is usually a ``jit``'s trace entry's (``jit(f)`` traced inside a
+    transformation): then it runs the executable ``jit(f)(*args)`` uses. Any other
+    jaxpr (a jvp, a transpose, a batched jaxpr) gets an entry of its own, kept as long
+    as the jaxpr lives. Nothing is donated.
+    """
+    from minijax.stages.common import call_device
+    entry = EXECUTABLES.entry_of(jaxpr)
+    if entry is None or entry.has_donation or entry.closed is None:
+        entry = flat_entry(ClosedJaxpr(jaxpr.jaxpr, jaxpr.consts), name)
+        EXECUTABLES.adopt(jaxpr, entry)
+    device = call_device(args)  # None: the default device; or a Placement
+    compiled = EXECUTABLES.get(entry, current_ctx().metadata, device, ())
+    if compiled is None:
+        compiled = Traced(entry, device).lower().compile()
+    return compiled._run_leaves(args)
 
 
 def check_must_fuse(exe, info: LoweringInfo, must_fuse: str = "warn") -> None:

@@ -19,7 +19,6 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax.core.aval import ShapedArray
-from minijax.core.jaxpr import EMPTY_CTX
 from minijax.runtime import Array
 from minijax.runtime._native import speedups
 from minijax.runtime.array import _wrap, intern_aval
@@ -319,7 +318,7 @@ def test_jit_cache_keeps_the_most_recent_signatures(cache_limits):
     assert f.trace_count == 3
     oldest = next(iter(f._traces.values()))  # xs[2]'s: xs[1] was used after it
     assert oldest.in_avals[0].shape == (3,)
-    gone = weakref.ref(oldest.calls.get((EMPTY_CTX, None)).exe)
+    gone = weakref.ref(oldest.calls.get(((), None, ())).executable)
     del oldest
     f(xs[0])  # dropped earlier: traced again, dropping the least recently used
     assert f.trace_count == 4 and f._cache_size() == 2
