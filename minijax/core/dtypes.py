@@ -38,6 +38,7 @@ SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
              bfloat16, float16, float32, float64, complex64, complex128)
 
 _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+_INEXACT = {dt: dt.kind in "fc" or dt == bfloat16 for dt in SUPPORTED}
 
 
 def x64_enabled() -> bool:
@@ -123,7 +124,10 @@ def is_complex(dt) -> bool:
 
 
 def is_inexact(dt) -> bool:
-    return is_float(dt) or is_complex(dt)
+    try:
+        return _INEXACT[dt]  # the supported dtypes (asked on every traced jvp)
+    except (KeyError, TypeError):
+        return is_float(dt) or is_complex(dt)
 
 
 def is_int(dt) -> bool:

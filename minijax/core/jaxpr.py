@@ -164,9 +164,16 @@ def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     live = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in eqn.outvars) or eqn_effects(eqn):
-            kept.append(eqn)
-            live.update(id(v) for v in eqn.invars if isinstance(v, Var))
+        for v in eqn.outvars:
+            if id(v) in live:
+                break
+        else:
+            if not eqn_effects(eqn):
+                continue
+        kept.append(eqn)
+        for v in eqn.invars:
+            if type(v) is not Literal:
+                live.add(id(v))
     if len(kept) == len(jaxpr.eqns):
         return jaxpr
     kept.reverse()

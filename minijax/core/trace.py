@@ -556,20 +556,25 @@ class JaxprTrace(Trace):
     def process_primitive(self, prim, args, params):
         invars = [x._var if (type(x) is JaxprTracer and x._trace is self) else self.to_atom(x)
                   for x in args]
-        avals = [v.aval for v in invars]
         try:
-            key = (prim, *avals, *params.items())
+            key = (prim, *[v.aval for v in invars], *params.items())
             out_avals = _abstract_eval_cache.get(key)
         except TypeError:  # unhashable params
             key = out_avals = None
         if out_avals is None:
             try:
-                out_avals = prim.abstract_eval(*avals, **params)
+                out_avals = prim.abstract_eval(*[v.aval for v in invars], **params)
             except TypeError as e:
                 raise _with_source(e, prim) from None
             if key is not None:
                 _abstract_eval_cache[key] = out_avals
-        src = _state.source or user_source(2)
+        src = _state.source
+        if src is None:  # user_source(2), without its call
+            walker = _frame_walker
+            src = NotImplemented if walker is None else \
+                walker(sys._getframe(1), _internal_files, SourceInfo)
+            if src is NotImplemented:
+                src = user_source(2)
         if prim.multiple_results:
             outvars = [Var(a) for a in out_avals]
             self.eqns.append(JaxprEqn(prim, invars, outvars, params, _state.ctx, src))

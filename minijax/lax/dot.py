@@ -19,6 +19,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.errors import IncompatibleShapesError
+from minijax.core.lru import MemoCache
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax._util import check_out_sharding, static_ints, type_error
 from minijax.lax.convert import convert_element_type
@@ -271,18 +272,37 @@ def _transpose_operand(ct, other, aval: ShapedArray, mine, theirs, ct_their_free
     free, my contracting ordered by the other's contracting dims), which a
     transpose puts back in order.
     """
-    (my_c, my_b), (their_c, their_b) = mine, theirs
-    their_free = _free_dims(get_aval(other).ndim, their_c, their_b)
-    dims = ((tuple(ct_their_free), tuple(their_free)), (tuple(range(len(my_b))), their_b))
+    other_ndim = get_aval(other).ndim
+    key = (other_ndim, aval.ndim, mine, theirs, ct_their_free.start, ct_their_free.stop)
+    try:
+        plan = _transpose_plans.get(key)
+    except TypeError:  # dimension numbers given as lists
+        key = plan = None
+    if plan is None:
+        plan = _transpose_plan(other_ndim, aval.ndim, mine, theirs, ct_their_free)
+        if key is not None:
+            _transpose_plans[key] = plan
+    dims, perm = plan
     out = dot_general_p.bind(ct, other, dimension_numbers=dims, **params)
-    my_c_by_theirs = [my_c[i] for i in sorted(range(len(their_c)), key=their_c.__getitem__)]
-    order = list(my_b) + _free_dims(aval.ndim, my_c, my_b) + my_c_by_theirs
-    perm = tuple(sorted(range(len(order)), key=order.__getitem__))
-    if perm != tuple(range(aval.ndim)):
+    if perm is not None:
         out = transpose(out, perm)
     if get_aval(out).dtype != aval.dtype:
         out = convert_element_type(out, aval.dtype, aval.weak_type)
     return out
+
+
+# (operand ranks, dimension numbers) -> (dims of the transposed product, permutation or None)
+_transpose_plans = MemoCache("minijax_memo_cache_size")
+
+
+def _transpose_plan(other_ndim: int, my_ndim: int, mine, theirs, ct_their_free: range):
+    (my_c, my_b), (their_c, their_b) = mine, theirs
+    their_free = _free_dims(other_ndim, their_c, their_b)
+    dims = ((tuple(ct_their_free), tuple(their_free)), (tuple(range(len(my_b))), their_b))
+    my_c_by_theirs = [my_c[i] for i in sorted(range(len(their_c)), key=their_c.__getitem__)]
+    order = list(my_b) + _free_dims(my_ndim, my_c, my_b) + my_c_by_theirs
+    perm = tuple(sorted(range(len(order)), key=order.__getitem__))
+    return dims, (None if perm == tuple(range(my_ndim)) else perm)
 
 
 def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, **params):
@@ -290,11 +310,11 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, **params):
     if is_undefined(lhs) and is_undefined(rhs):
         raise NotImplementedError("dot_general is not linear in both operands at once")
     if is_undefined(lhs):
-        rhs_free = len(_free_dims(get_aval(rhs).ndim, rc, rb))
+        rhs_free = get_aval(rhs).ndim - len(rc) - len(rb)
         ct_ndim = get_aval(ct).ndim
         return [_transpose_operand(ct, rhs, lhs.aval, (lc, lb), (rc, rb),
                                    range(ct_ndim - rhs_free, ct_ndim), params), None]
-    lhs_free = len(_free_dims(get_aval(lhs).ndim, lc, lb))
+    lhs_free = get_aval(lhs).ndim - len(lc) - len(lb)
     return [None, _transpose_operand(ct, lhs, rhs.aval, (rc, rb), (lc, lb),
                                      range(len(lb), len(lb) + lhs_free), params)]
 

@@ -39,8 +39,17 @@ def _as_array(x, dtype=None):
 
 
 def _dot_general(a, b, dims, precision, dtype: np.dtype, weak: bool):
-    out = lax.dot_general(_as_array(a), _as_array(b), dims, precision=precision,
-                          preferred_element_type=dtype)
+    """``dims`` (int tuples built here) and ``dtype`` (canonical) need no checking:
+    without ``precision`` the primitive is bound directly, as lax.dot_general would."""
+    if precision is None:
+        out = lax.dot_general_p.bind(_as_array(a), _as_array(b), dimension_numbers=dims,
+                                     precision=None, preferred_element_type=dtype)
+    else:
+        out = lax.dot_general(_as_array(a), _as_array(b), dims, precision=precision,
+                              preferred_element_type=dtype)
+    aval = out.aval
+    if aval.dtype == dtype and aval.weak_type == weak:
+        return out
     return lax.convert_element_type(out, dtype, weak)
 
 

@@ -7,9 +7,11 @@ import warnings
 import numpy as np
 
 from minijax import lax
-from minijax.config import config
+from minijax.config import TRACE_KEY, config
 from minijax.core import dtypes
 from minijax.core.errors import IncompatibleShapesError
+from minijax.core.lru import MemoCache
+from minijax.core.primitives import broadcast_in_dim_p
 from minijax.core.trace import get_aval, is_python_scalar
 
 
@@ -47,11 +49,17 @@ def promote_dtypes(*args):
 
 
 def promote_dtypes_inexact(*args):
-    """Common dtype, then at least floating point (ints/bools become the default float)."""
+    """Common dtype, then at least floating point (as jax: 64-bit integers become float64,
+    narrower integers and bools float32, in 64-bit mode too)."""
     dt, weak = result_type_of(*args)
-    if not dtypes.is_inexact(dt):
-        dt, weak = dtypes.default_float(), weak
+    dt = _to_inexact(dt)
     return [convert(x, dt, weak) for x in args]
+
+
+def _to_inexact(dt: np.dtype) -> np.dtype:
+    if dtypes.is_inexact(dt):
+        return dt
+    return dtypes.float64 if dt in (dtypes.int64, dtypes.uint64) else dtypes.float32
 
 
 def promote_dtypes_numeric(*args):
@@ -130,6 +138,9 @@ def promote_args(fname: str, *args):
     """Dtype promotion then broadcasting, for elementwise functions."""
     if len(args) == 1:
         return [ensure_array(_check_args(fname, args)[0])]
+    planned = _replay(_PROMOTE, fname, args)
+    if planned is not None:
+        return planned
     return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)), fname=fname)
 
 
@@ -139,11 +150,107 @@ def promote_args_inexact(fname: str, *args):
         aval = getattr(x, "aval", None)
         if aval is not None and dtypes.is_inexact(aval.dtype):
             return [x]
+    planned = _replay(_INEXACT, fname, args)
+    if planned is not None:
+        return planned
     return broadcast_arrays(*promote_dtypes_inexact(*_check_args(fname, args)), fname=fname)
 
 
 def promote_args_numeric(fname: str, *args):
+    planned = _replay(_NUMERIC, fname, args)
+    if planned is not None:
+        return planned
     return broadcast_arrays(*promote_dtypes_numeric(*_check_args(fname, args)), fname=fname)
+
+
+# ---- promotion plans ------------------------------------------------------------------
+# What promote_args* does to arrays and Python scalars depends only on their types (the
+# avals; a scalar's Python type), so for each combination it is worked out once by the
+# code above and then replayed: which operands are converted to which dtype, and which
+# are broadcast where. Replaying binds exactly the equations the code above binds, in
+# the same order. Flags that change the outcome (x64, dtype and rank promotion) clear
+# the table; NumPy operands, lists and failures take the code above every time.
+
+_PROMOTE, _INEXACT, _NUMERIC = 0, 1, 2
+_plans = MemoCache("minijax_memo_cache_size")
+config.on_change(TRACE_KEY, lambda _value: _plans.clear())
+_SCALARS = (int, float, bool, complex)
+
+
+def _replay(kind: int, fname: str, args: tuple):
+    """``args`` promoted and broadcast by the plan for their types (made on first use);
+    None when they are not all arrays, tracers and Python scalars."""
+    key = [kind]
+    for x in args:
+        tx = type(x)
+        if tx in _SCALARS:
+            key.append(tx)
+            continue
+        aval = getattr(x, "aval", None)
+        if aval is None or isinstance(x, (np.ndarray, np.generic)):
+            return None
+        key.append(aval)
+    key = tuple(key)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _make_plan(kind, args)
+        if plan is None:
+            return None
+        _plans[key] = plan
+    dt, weak, converts, broadcasts = plan
+    out = list(args)
+    if converts:
+        for i in converts:
+            x = out[i]
+            out[i] = convert(x, dt, weak) if type(x) in _SCALARS else \
+                lax.convert_element_type(x, dt, weak)
+    if broadcasts:
+        for i, reshape_to, shape, dims in broadcasts:
+            x = out[i]
+            if reshape_to is not None:
+                x = lax.reshape(x, reshape_to)
+            out[i] = broadcast_in_dim_p.bind(x, broadcast_dimensions=dims, shape=shape,
+                                             sharding=None)
+    return out
+
+
+def _make_plan(kind: int, args: tuple):
+    """The plan (see above) for operands like ``args``: ``(dtype, weak_type, indices of
+    the operands to convert, (index, reshape_to, shape, broadcast_dimensions) of the
+    operands to broadcast)``; None when it must not be replayed."""
+    try:
+        dt, weak = result_type_of(*args)
+        if kind == _INEXACT:
+            dt = _to_inexact(dt)
+        elif kind == _NUMERIC and dt == dtypes.bool_:
+            dt = dtypes.int32
+    except Exception:  # noqa: BLE001 - the code above raises it again, where it belongs
+        return None
+    converts = []
+    shapes = []
+    for i, x in enumerate(args):
+        aval = get_aval(x)
+        shapes.append(aval.shape)
+        if type(x) in _SCALARS or aval.dtype != dt or aval.weak_type != weak:
+            converts.append(i)
+    nonscalar = [s for s in shapes if s]
+    broadcasts = []
+    if nonscalar and any(s != nonscalar[0] for s in nonscalar):
+        if (len({len(s) for s in nonscalar}) > 1
+                and config.minijax_numpy_rank_promotion != "allow"):
+            return None  # warns or raises, naming the function: every time
+        try:
+            shape = broadcast_shapes(*shapes)
+        except ValueError:
+            return None
+        for i, s in enumerate(shapes):
+            if s == () or s == shape:
+                continue
+            nlead = len(shape) - len(s)
+            keep = [j for j, (d, t) in enumerate(zip(s, shape[nlead:])) if d == t]
+            reshape_to = tuple(s[j] for j in keep) if len(keep) != len(s) else None
+            broadcasts.append((i, reshape_to, shape, tuple(nlead + j for j in keep)))
+    return dt, weak, tuple(converts), tuple(broadcasts)
 
 
 def _check_args(fname: str, args):

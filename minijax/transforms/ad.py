@@ -100,11 +100,12 @@ def defjvp(prim: Primitive, *partials: Callable | None) -> None:
     operand's contribution to the output tangent (None: the operand is not differentiable)."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        acc = Zero(tangent_aval(get_aval(out)))
+        acc = None
         for fn, t in zip(partials, tangents):
             if fn is not None and type(t) is not Zero:
-                acc = add_tangents(acc, fn(t, *primals, **params))
-        return out, acc
+                ct = fn(t, *primals, **params)
+                acc = ct if acc is None else add_tangents(acc, ct)
+        return out, Zero(tangent_aval(get_aval(out))) if acc is None else acc
     prim.def_jvp(rule)
 
 
@@ -113,11 +114,12 @@ def defjvp2(prim: Primitive, *partials: Callable | None) -> None:
     ``partial_i(t_i, ans, *primals, **params)`` (e.g. tanh' = 1 - ans**2)."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        acc = Zero(tangent_aval(get_aval(out)))
+        acc = None
         for fn, t in zip(partials, tangents):
             if fn is not None and type(t) is not Zero:
-                acc = add_tangents(acc, fn(t, out, *primals, **params))
-        return out, acc
+                ct = fn(t, out, *primals, **params)
+                acc = ct if acc is None else add_tangents(acc, ct)
+        return out, Zero(tangent_aval(get_aval(out))) if acc is None else acc
     prim.def_jvp(rule)
 
 
@@ -188,15 +190,21 @@ class JVPTrace(Trace):
 
     def process_primitive(self, prim, args, params):
         primals, tangents = [], []
+        nonzero = False
         for x in args:
-            p, t = self.split(x)
-            primals.append(p)
+            if type(x) is JVPTracer and x._trace is self:
+                primals.append(x.primal)
+                t = x.tangent
+                nonzero = nonzero or type(t) is not Zero
+            else:
+                p, t = self.split(x)
+                primals.append(p)
             tangents.append(t)
         parent = self.parent
         prev = _state.trace
         _state.trace = parent
         try:
-            if all(type(t) is Zero for t in tangents):
+            if not nonzero:
                 return prim.bind(*primals, **params)
             rule = prim.jvp
             if rule is None:
@@ -369,34 +377,37 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     for v, c in zip(jaxpr.constvars, consts):
         env[id(v)] = c
     for v, a in zip(jaxpr.invars, args):
-        if is_undefined(a):
+        if type(a) is UndefinedPrimal:
             linear.add(id(v))
         else:
             env[id(v)] = a
 
-    def read(a):
-        return a.val if type(a) is Literal else env[id(a)]
-
     outer, outer_source = _state.ctx, _state.source
+    # The context each equation is re-emitted under: its own, on top of ours.
+    plain = not outer.metadata and not outer.name_stack
     lin_eqns = []
     eqn = None
     try:
         for eqn in jaxpr.eqns:
-            if any(type(a) is not Literal and id(a) in linear for a in eqn.invars):
-                lin_eqns.append(eqn)
-                for v in eqn.outvars:
-                    linear.add(id(v))
-                continue
-            _state.ctx = merge_ctx(outer, eqn.ctx)
-            _state.source = eqn.source or outer_source
-            out = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
-            if eqn.primitive.multiple_results:
-                for v, o in zip(eqn.outvars, out):
-                    env[id(v)] = o
+            for a in eqn.invars:
+                if type(a) is not Literal and id(a) in linear:
+                    lin_eqns.append(eqn)
+                    for v in eqn.outvars:
+                        linear.add(id(v))
+                    break
             else:
-                env[id(eqn.outvars[0])] = out
+                _state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
+                _state.source = eqn.source or outer_source
+                out = eqn.primitive.bind(*[a.val if type(a) is Literal else env[id(a)]
+                                           for a in eqn.invars], **eqn.params)
+                if eqn.primitive.multiple_results:
+                    for v, o in zip(eqn.outvars, out):
+                        env[id(v)] = o
+                else:
+                    env[id(eqn.outvars[0])] = out
         eqn = None
 
+        # Cotangents accumulated so far, by variable (a Zero is never stored).
         ct_env: dict[int, Any] = {}
 
         def write_ct(v, ct):
@@ -410,23 +421,32 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
         for eqn in reversed(lin_eqns):
             prim = eqn.primitive
-            cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
-            cts = [Zero(tangent_aval(v.aval)) if c is None else c for c, v in
-                   zip(cts, eqn.outvars)]
-            if all(type(c) is Zero for c in cts):
-                continue
-            invals = [UndefinedPrimal(a.aval) if (type(a) is not Literal and id(a) in linear)
-                      else read(a) for a in eqn.invars]
+            if prim.multiple_results:
+                cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
+                if all(c is None for c in cts):
+                    continue
+                cts = [Zero(tangent_aval(v.aval)) if c is None else c
+                       for c, v in zip(cts, eqn.outvars)]
+            else:
+                cts = ct_env.pop(id(eqn.outvars[0]), None)
+                if cts is None:
+                    continue
+            invals = [a.val if type(a) is Literal else
+                      UndefinedPrimal(a.aval) if id(a) in linear else env[id(a)]
+                      for a in eqn.invars]
             rule = prim.transpose
             if rule is None:
                 raise NotImplementedError(
                     f"Transpose rule (for reverse-mode differentiation) for '{prim.name}' "
                     f"is not implemented")
-            _state.ctx = merge_ctx(outer, eqn.ctx)
+            _state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
             _state.source = eqn.source or outer_source
-            ct_in = rule(cts if prim.multiple_results else cts[0], *invals, **eqn.params)
+            ct_in = rule(cts, *invals, **eqn.params)
             for a, ct in zip(eqn.invars, ct_in):
-                write_ct(a, ct)
+                if ct is not None and type(ct) is not Zero and type(a) is not Literal \
+                        and id(a) in linear:
+                    prev = ct_env.get(id(a))
+                    ct_env[id(a)] = ct if prev is None else add_tangents(prev, ct)
     except Exception as e:
         if eqn is not None:  # the user's line that made the equation that failed
             add_equation_source(e, eqn)
@@ -435,7 +455,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         _state.ctx, _state.source = outer, outer_source
     out = []
     for v, a in zip(jaxpr.invars, args):
-        if is_undefined(a):
+        if type(a) is UndefinedPrimal:
             ct = ct_env.get(id(v))
             out.append(Zero(a.aval) if ct is None else ct)
         else:
@@ -478,6 +498,9 @@ class PartialEvalTrace(JaxprTrace):
     def process_primitive(self, prim, args, params):
         unknown = [type(x) is JaxprTracer and x._trace is self for x in args]
         if not any(unknown):
+            parent = self.parent
+            if type(parent) is JaxprTrace:  # grad under jit: recorded there, as bind would
+                return JaxprTrace.process_primitive(parent, prim, args, params)
             prev = _state.trace
             _state.trace = self.parent
             try:
