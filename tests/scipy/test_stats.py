@@ -195,6 +195,32 @@ def test_core_traced():
     assert_same(got, tuple(jax.vmap(lambda a: tuple(jstats.mode(a)))(D)))
 
 
+_RANK_EDGES = np.array([0.0, -0.0, 1, -1, np.inf, -np.inf, 0.0, 2.5, -1, 7, 2.5], np.float32)
+
+
+@pytest.mark.parametrize("a", [_RANK_EDGES, _RANK_EDGES[::-1].astype(np.float16),
+                               np.array([3, 0, 255, 3, 7, 0], np.uint8),
+                               np.array([1 + 1j, 1, 1 + 1j, -2j], np.complex64)],
+                         ids=["f32", "f16", "u8", "c64"])
+def test_rankdata_methods_edges(a):
+    # signed zeros and infinities tie and order as jax's total order; every method
+    for m in ["average", "min", "max", "dense", "ordinal"]:
+        np.testing.assert_array_equal(np.asarray(stats.rankdata(a, m)),
+                                      np.asarray(jstats.rankdata(a, m)), err_msg=m)
+
+
+def test_rankdata_sorts_once_with_an_integer_key():
+    # ranks by binary search in the sorted keys: one single-operand sort (XLA's fast
+    # path), not a key-value sort and a second sort inside nonzero
+    a = np.round(np.random.RandomState(4).randn(64) * 5).astype(np.float32)
+    text = minijax.jit(stats.rankdata).lower(a).compile().as_text()
+    sorts = [line for line in text.split("\n") if " sort(" in line]
+    assert len(sorts) == 1 and "s32[64]{0} sort(%" in sorts[0] and "," not in \
+        sorts[0].split(" sort(")[1].split(")")[0], sorts
+    np.testing.assert_array_equal(np.asarray(stats.rankdata(a)),
+                                  np.asarray(jstats.rankdata(a)))
+
+
 KDE_DATA = np.random.RandomState(2).randn(2, 12).astype(np.float32)
 KDE_PTS = np.random.RandomState(3).randn(2, 5).astype(np.float32)
 KDE_W = np.linspace(0.5, 2.0, 12).astype(np.float32)
