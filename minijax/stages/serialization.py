@@ -215,7 +215,8 @@ def serialize(compiled) -> bytes:
         "donated": [bool(d) for d in entry.donated],
         "arg_names": [str(n) for n in entry.arg_names] if entry.arg_names else None,
     }
-    if entry.kept is not None and compiled._placement is None:  # unused arguments dropped
+    # unused arguments dropped (a program partitioned over devices keeps them all)
+    if entry.kept is not None and getattr(exe, "placement", None) is None:
         header["kept"] = list(entry.kept)
     return _pack([json.dumps(header).encode(), _tree_to_bytes(entry.in_tree, "argument"),
                   _tree_to_bytes(entry.out_tree, "result"), exe.serialize()])
