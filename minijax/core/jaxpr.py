@@ -22,7 +22,8 @@ from minijax.core.effects import eqn_effects
 
 
 class Var:
-    """A variable: an SSA name with a type. Identity is the name."""
+    """A variable: an SSA name with a type. Identity is the name (a Var hashes and compares
+    by identity, so tables of Vars can be keyed by the Vars themselves)."""
 
     __slots__ = ("aval",)
 
@@ -161,11 +162,28 @@ class ClosedJaxpr:
 def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     """Drop equations whose outputs are never used, unless they have side effects
     (``core/effects.py``: host callbacks that print or do I/O stay)."""
-    live = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    kept, _ = _live_eqns(jaxpr)
+    if len(kept) == len(jaxpr.eqns):
+        return jaxpr
+    kept.reverse()
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, jaxpr.debug_info)
+
+
+def used_invars(jaxpr: Jaxpr) -> list[bool]:
+    """For each input of ``jaxpr``, whether what remains of it after ``dce_jaxpr`` (its
+    outputs and live equations) reads it."""
+    _, live = _live_eqns(jaxpr)
+    return [v in live for v in jaxpr.invars]
+
+
+def _live_eqns(jaxpr: Jaxpr) -> tuple[list[JaxprEqn], set[Var]]:
+    """The equations ``dce_jaxpr`` keeps (last first) and the Vars they and the outputs
+    read (Vars hash by identity)."""
+    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
         for v in eqn.outvars:
-            if id(v) in live:
+            if v in live:
                 break
         else:
             if not eqn_effects(eqn):
@@ -173,11 +191,8 @@ def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
         kept.append(eqn)
         for v in eqn.invars:
             if type(v) is not Literal:
-                live.add(id(v))
-    if len(kept) == len(jaxpr.eqns):
-        return jaxpr
-    kept.reverse()
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, jaxpr.debug_info)
+                live.add(v)
+    return kept, live
 
 
 # ---- pretty printing ----------------------------------------------------------

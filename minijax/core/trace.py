@@ -554,10 +554,24 @@ class JaxprTrace(Trace):
         return v
 
     def process_primitive(self, prim, args, params):
-        invars = [x._var if (type(x) is JaxprTracer and x._trace is self) else self.to_atom(x)
-                  for x in args]
-        try:
+        # One and two operands unrolled: a comprehension costs a frame.
+        n = len(args)
+        if n == 1:
+            x = args[0]
+            a = x._var if (type(x) is JaxprTracer and x._trace is self) else self.to_atom(x)
+            invars = [a]
+            key = (prim, a.aval, *params.items()) if params else (prim, a.aval)
+        elif n == 2:
+            x, y = args
+            a = x._var if (type(x) is JaxprTracer and x._trace is self) else self.to_atom(x)
+            b = y._var if (type(y) is JaxprTracer and y._trace is self) else self.to_atom(y)
+            invars = [a, b]
+            key = (prim, a.aval, b.aval, *params.items()) if params else (prim, a.aval, b.aval)
+        else:
+            invars = [x._var if (type(x) is JaxprTracer and x._trace is self)
+                      else self.to_atom(x) for x in args]
             key = (prim, *[v.aval for v in invars], *params.items())
+        try:
             out_avals = _abstract_eval_cache.get(key)
         except TypeError:  # unhashable params
             key = out_avals = None

@@ -13,7 +13,8 @@ from minijax.core.trace import Primitive, get_aval
 from minijax.lax.convert import convert_element_type
 from minijax.lax._util import (binary_primitive, broadcast_operand, broadcast_shapes_scalar,
                                check_dtype, const_like, same_dtypes)
-from minijax.transforms.ad import defjvp, defjvp_zero, is_undefined
+from minijax.transforms.ad import (Zero, defjvp, defjvp_zero, instantiate, is_undefined,
+                                   tangent_aval)
 from minijax.transforms.batching import def_elementwise_batch
 
 add_p = binary_primitive("add", "stablehlo.add", "fciub")
@@ -163,7 +164,6 @@ def _div_transpose(ct, x, y):
 
 def _binary_linear_jvp(prim):
     def rule(primals, tangents):
-        from minijax.transforms.ad import Zero, instantiate, tangent_aval
         out = prim.bind(*primals)
         tx, ty = tangents
         if type(tx) is Zero and type(ty) is Zero:

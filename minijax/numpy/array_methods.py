@@ -9,9 +9,14 @@ from __future__ import annotations
 from minijax.core.traceback_util import process_exception, register_boundary
 
 
+_JNP = []  # minijax.numpy, once imported (it imports this module)
+
+
 def _jnp():
-    import minijax.numpy as jnp
-    return jnp
+    if not _JNP:
+        import minijax.numpy as jnp
+        _JNP.append(jnp)
+    return _JNP[0]
 
 
 # The operators and methods are boundaries for traceback filtering: an error in

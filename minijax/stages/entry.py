@@ -8,7 +8,7 @@ its ``Compiled`` executables (``stages/cache.py``).
 
 from __future__ import annotations
 
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, dce_jaxpr, used_invars
 from minijax.core.lru import LRUCache
 from minijax.tree_util import tree_flatten
 from minijax.stages.compiler import donation_aliases
@@ -19,12 +19,9 @@ __all__ = ["TraceEntry", "flat_entry", "param_runner", "used_inputs"]
 def used_inputs(closed: ClosedJaxpr) -> tuple[int, ...] | None:
     """Indices of the inputs ``closed`` needs once dead equations are gone, or None
     when it needs them all (``jit``'s ``keep_unused=False`` drops the others)."""
-    jaxpr = dce_jaxpr(closed.jaxpr)
-    live = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    for eqn in jaxpr.eqns:
-        live.update(id(v) for v in eqn.invars if isinstance(v, Var))
-    kept = tuple(i for i, v in enumerate(jaxpr.invars) if id(v) in live)
-    return None if len(kept) == len(jaxpr.invars) else kept
+    used = used_invars(closed.jaxpr)
+    kept = tuple(i for i, u in enumerate(used) if u)
+    return None if len(kept) == len(used) else kept
 
 
 class TraceEntry:

@@ -158,7 +158,8 @@ class JVPTracer(Tracer):
 
     def __init__(self, trace: JVPTrace, primal, tangent):
         self._trace = trace
-        self.aval = get_aval(primal)
+        aval = getattr(primal, "aval", None)  # get_aval's answer for arrays and tracers
+        self.aval = get_aval(primal) if aval is None else aval
         self.primal = primal
         self.tangent = tangent
 
@@ -372,15 +373,16 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     Returns cotangents for each input (``Zero`` where none flowed, None for
     non-linear inputs).
     """
-    env: dict[int, Any] = {}
-    linear: set[int] = set()
+    # Keyed by the Var objects (hashed by identity, as id() would, without the calls).
+    env: dict[Var, Any] = {}
+    linear: set[Var] = set()
     for v, c in zip(jaxpr.constvars, consts):
-        env[id(v)] = c
+        env[v] = c
     for v, a in zip(jaxpr.invars, args):
         if type(a) is UndefinedPrimal:
-            linear.add(id(v))
+            linear.add(v)
         else:
-            env[id(v)] = a
+            env[v] = a
 
     outer, outer_source = _state.ctx, _state.source
     # The context each equation is re-emitted under: its own, on top of ours.
@@ -390,31 +392,31 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     try:
         for eqn in jaxpr.eqns:
             for a in eqn.invars:
-                if type(a) is not Literal and id(a) in linear:
+                if type(a) is not Literal and a in linear:
                     lin_eqns.append(eqn)
                     for v in eqn.outvars:
-                        linear.add(id(v))
+                        linear.add(v)
                     break
             else:
                 _state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
                 _state.source = eqn.source or outer_source
-                out = eqn.primitive.bind(*[a.val if type(a) is Literal else env[id(a)]
+                out = eqn.primitive.bind(*[a.val if type(a) is Literal else env[a]
                                            for a in eqn.invars], **eqn.params)
                 if eqn.primitive.multiple_results:
                     for v, o in zip(eqn.outvars, out):
-                        env[id(v)] = o
+                        env[v] = o
                 else:
-                    env[id(eqn.outvars[0])] = out
+                    env[eqn.outvars[0]] = out
         eqn = None
 
         # Cotangents accumulated so far, by variable (a Zero is never stored).
-        ct_env: dict[int, Any] = {}
+        ct_env: dict[Var, Any] = {}
 
         def write_ct(v, ct):
-            if ct is None or type(ct) is Zero or type(v) is Literal or id(v) not in linear:
+            if ct is None or type(ct) is Zero or type(v) is Literal or v not in linear:
                 return
-            prev = ct_env.get(id(v))
-            ct_env[id(v)] = ct if prev is None else add_tangents(prev, ct)
+            prev = ct_env.get(v)
+            ct_env[v] = ct if prev is None else add_tangents(prev, ct)
 
         for v, ct in zip(jaxpr.outvars, cts_out):
             write_ct(v, ct)
@@ -422,17 +424,17 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         for eqn in reversed(lin_eqns):
             prim = eqn.primitive
             if prim.multiple_results:
-                cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
+                cts = [ct_env.pop(v, None) for v in eqn.outvars]
                 if all(c is None for c in cts):
                     continue
                 cts = [Zero(tangent_aval(v.aval)) if c is None else c
                        for c, v in zip(cts, eqn.outvars)]
             else:
-                cts = ct_env.pop(id(eqn.outvars[0]), None)
+                cts = ct_env.pop(eqn.outvars[0], None)
                 if cts is None:
                     continue
             invals = [a.val if type(a) is Literal else
-                      UndefinedPrimal(a.aval) if id(a) in linear else env[id(a)]
+                      UndefinedPrimal(a.aval) if a in linear else env[a]
                       for a in eqn.invars]
             rule = prim.transpose
             if rule is None:
@@ -444,9 +446,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             ct_in = rule(cts, *invals, **eqn.params)
             for a, ct in zip(eqn.invars, ct_in):
                 if ct is not None and type(ct) is not Zero and type(a) is not Literal \
-                        and id(a) in linear:
-                    prev = ct_env.get(id(a))
-                    ct_env[id(a)] = ct if prev is None else add_tangents(prev, ct)
+                        and a in linear:
+                    prev = ct_env.get(a)
+                    ct_env[a] = ct if prev is None else add_tangents(prev, ct)
     except Exception as e:
         if eqn is not None:  # the user's line that made the equation that failed
             add_equation_source(e, eqn)
@@ -456,7 +458,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     out = []
     for v, a in zip(jaxpr.invars, args):
         if type(a) is UndefinedPrimal:
-            ct = ct_env.get(id(v))
+            ct = ct_env.get(v)
             out.append(Zero(a.aval) if ct is None else ct)
         else:
             out.append(None)
@@ -496,8 +498,17 @@ class PartialEvalTrace(JaxprTrace):
     """
 
     def process_primitive(self, prim, args, params):
-        unknown = [type(x) is JaxprTracer and x._trace is self for x in args]
-        if not any(unknown):
+        n = len(args)  # one and two operands unrolled: a comprehension costs a frame
+        if n == 1:
+            x = args[0]
+            unknown = [type(x) is JaxprTracer and x._trace is self]
+        elif n == 2:
+            x, y = args
+            unknown = [type(x) is JaxprTracer and x._trace is self,
+                       type(y) is JaxprTracer and y._trace is self]
+        else:
+            unknown = [type(x) is JaxprTracer and x._trace is self for x in args]
+        if True not in unknown:
             parent = self.parent
             if type(parent) is JaxprTrace:  # grad under jit: recorded there, as bind would
                 return JaxprTrace.process_primitive(parent, prim, args, params)
