@@ -24,8 +24,12 @@ def _mirror(index, size: int):
 
 
 def _reflect(index, size: int):
-    """Reflect about the edges of the edge samples: ``... 1 0 | 0 1 ... n-1 | n-1 ...``."""
-    return jnp.floor_divide(_mirror(2 * index + 1, 2 * size + 1) - 1, 2)
+    """Reflect about the edges of the edge samples: ``... 1 0 | 0 1 ... n-1 | n-1 ...``
+    (period ``2 size``; integer arithmetic only, a handful of ops)."""
+    period = 2 * size
+    j = lax.rem(index, np.int32(period))
+    j = jnp.where(j < 0, j + period, j)
+    return jnp.where(j < size, j, period - 1 - j)
 
 
 # mode -> index into [0, size) for an index that may lie outside
@@ -54,6 +58,19 @@ def _linear(coordinate):
     frac = coordinate - below
     index = below.astype(np.int32)
     return [(index, 1 - frac), (index + 1, frac)]
+
+
+def _sample(image, indices):
+    """``image[indices]`` for indices in range (or masked by the caller): through the
+    flattened image, one index per point and no negative-index normalization."""
+    if not 0 < image.size <= np.iinfo(np.int32).max or image.ndim == 0:
+        return image[tuple(indices)]
+    flat_index = indices[-1]
+    stride = 1
+    for k in range(image.ndim - 2, -1, -1):
+        stride *= image.shape[k + 1]
+        flat_index = indices[k] * stride + flat_index
+    return jnp.take(image.reshape(-1), flat_index, mode="clip")
 
 
 @functools.partial(jit, static_argnums=(2, 3))
@@ -85,9 +102,8 @@ def _map_coordinates(input, coordinates, order: int, mode: str, cval):  # noqa: 
         per_axis.append(nodes)
     terms = []
     for corner in itertools.product(*per_axis):
-        indices = tuple(node[0] for node in corner)
         masks = [node[1] for node in corner if node[1] is not None]
-        value = image[indices]
+        value = _sample(image, [node[0] for node in corner])
         if masks:
             value = jnp.where(functools.reduce(operator.and_, masks), value, cval)
         terms.append(functools.reduce(operator.mul, [node[2] for node in corner]) * value)
