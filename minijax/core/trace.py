@@ -292,6 +292,9 @@ class Primitive:
 # ---- abstract values of Python values ------------------------------------------------
 
 _scalar_avals: dict = {}
+# (dtype, shape, x64) -> the aval of NumPy arrays and scalars like that (one shared object,
+# so the abstract-eval memo of an equation with a NumPy constant finds it by identity)
+_array_avals = MemoCache("minijax_memo_cache_size")
 
 
 def get_aval(x) -> ShapedArray:
@@ -310,9 +313,12 @@ def get_aval(x) -> ShapedArray:
     if isinstance(x, (bool, int, float, complex)):  # subclasses, e.g. IntEnum
         return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype == dtypes.float0:
-            return ShapedArray(x.shape, dtypes.float0)
-        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype))
+        key = (x.dtype, x.shape, dtypes.x64_enabled())
+        aval = _array_avals.get(key)
+        if aval is None:
+            dt = dtypes.float0 if x.dtype == dtypes.float0 else dtypes.canonicalize(x.dtype)
+            aval = _array_avals[key] = ShapedArray(x.shape, dt)
+        return aval
     if isinstance(x, (list, tuple)):
         raise TypeError(f"minijax got a Python {type(x).__name__} where an array was expected; "
                         f"wrap it with minijax.numpy.asarray(...) first")
@@ -539,10 +545,13 @@ class JaxprTrace(Trace):
         if tx in (int, float, bool, complex):
             return Literal(x, get_aval(x))
         if tx is np.ndarray or isinstance(x, np.generic):
-            x = np.asarray(x)
-            if x.ndim == 0:
-                aval = get_aval(x)
-                return Literal(x.astype(aval.dtype), aval)
+            arr = np.asarray(x)
+            if arr.ndim == 0:
+                aval = get_aval(arr)
+                # A copy (the caller's array may change later), made already for a scalar.
+                fresh = arr is not x and arr.dtype == aval.dtype
+                return Literal(arr if fresh else arr.astype(aval.dtype), aval)
+            x = arr
         return self._const(x, get_aval(x))
 
     def _const(self, x, aval) -> Var:
