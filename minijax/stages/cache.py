@@ -18,7 +18,10 @@ functions (``stages/eager.py``, which are ``jit``s). All of them go through ``Tr
 
 ``jit`` equations run eagerly find the entry their jaxpr was traced to
 (``register``/``entry_of``), so ``eval_jaxpr`` of a jaxpr holding ``jit(f)`` runs the
-executable ``jit(f)(x)`` compiled.
+executable ``jit(f)(x)`` compiled. Those whose jaxpr no ``jit`` traced (the jvp or
+transpose of ``jit(f)`` under ``grad`` run eagerly, new at every call) get an entry
+each, and their executables stay alive among the latest ``minijax_eager_cache_size``
+(``keep``), so the next call finds them by module.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ class ExecutableCache:
         # TraceEntry made for it (whose own jaxpr is another ClosedJaxpr object, so the
         # value does not keep the key alive)
         self._jaxprs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # the executables of the latest jit equations made by transformations run eagerly
+        # (their jaxprs are new at every call of grad(jit(f)), the modules the same)
+        self._eager = LRUCache("minijax_eager_cache_size")
 
     # -- by trace entry
 
@@ -95,9 +101,15 @@ class ExecutableCache:
         as long as ``closed`` lives."""
         self._jaxprs[closed] = entry
 
+    def keep(self, exe) -> None:
+        """Keep ``exe`` alive while it is among the latest ``minijax_eager_cache_size``
+        kept, so that the module layer finds it for the next equation of that module."""
+        self._eager[id(exe)] = exe
+
     def clear(self) -> None:
         self._modules.clear()
         self._jaxprs.clear()
+        self._eager.clear()
 
 
 EXECUTABLES = ExecutableCache()

@@ -391,17 +391,21 @@ def run_jit_equation(args, jaxpr, name: str) -> list:
     Its jaxpr is usually a ``jit``'s trace entry's (``jit(f)`` traced inside a
     transformation): then it runs the executable ``jit(f)(*args)`` uses. Any other
     jaxpr (a jvp, a transpose, a batched jaxpr) gets an entry of its own, kept as long
-    as the jaxpr lives. Nothing is donated.
+    as the jaxpr lives, and its executable stays among the latest eager ones, for the
+    next jaxpr that lowers to the same module. Nothing is donated.
     """
     from minijax.stages.common import call_device
     entry = EXECUTABLES.entry_of(jaxpr)
-    if entry is None or entry.has_donation or entry.closed is None:
+    made = entry is None or entry.has_donation
+    if made:
         entry = flat_entry(ClosedJaxpr(jaxpr.jaxpr, jaxpr.consts), name)
         EXECUTABLES.adopt(jaxpr, entry)
     device = call_device(args)  # None: the default device; or a Placement
     compiled = EXECUTABLES.get(entry, current_ctx().metadata, device, ())
     if compiled is None:
         compiled = Traced(entry, device).lower().compile()
+        if made:  # found by module by the next equation like it (stages/cache.py)
+            EXECUTABLES.keep(compiled.executable)
     return compiled._run_leaves(args)
 
 

@@ -112,3 +112,14 @@ def test_module_with_metadata_converted_to_hlo_once(monkeypatch, path):
     g(x)
     g.lower(x).compile()
     assert len(calls) == 1
+
+
+def test_grad_of_jit_run_eagerly_compiles_once():
+    x = _x(4, 2)
+    f = minijax.jit(lambda x: jnp.sin(x) * 2.0)
+    g = minijax.grad(lambda x: f(x).sum())  # its jvp and transpose jaxprs are new each call
+    np.testing.assert_allclose(g(x), 2.0 * np.cos(np.asarray(x)), rtol=1e-6)
+    before = compile_count()
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), 2.0 * np.cos(np.asarray(x)), rtol=1e-6)
+    assert compile_count() == before
