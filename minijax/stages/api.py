@@ -26,13 +26,12 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     >>> print(minijax.make_jaxpr(jnp.sin)(jnp.ones(3)))
     { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }
     """
-    from minijax.stages.jit import Wrapped
+    from minijax.stages.jit import Wrapped, trace_entry
 
     @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        w = Wrapped(fun, static_argnums=static_argnums)
-        entry, _ = w._entry(args, kwargs, allow_shape_dtype=True)
+        entry = trace_entry(Wrapped(fun, static_argnums=static_argnums), args, kwargs)
         closed = entry.closed
         if entry.hoisted:
             closed = ClosedJaxpr(closed.jaxpr, closed.consts)

@@ -56,7 +56,7 @@ from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatt
 logger = logging.getLogger("minijax")
 _flatten = tree_flatten
 
-__all__ = ["Wrapped", "compile_module", "jit", "to_buffers"]
+__all__ = ["Wrapped", "compile_module", "jit", "to_buffers", "trace_entry"]
 
 
 # ---- the flat call shape --------------------------------------------------------------
@@ -660,6 +660,13 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames, inline=inline,
                    compiler_options=compiler_options, keep_unused=keep_unused, device=device,
                    backend=backend, in_shardings=in_shardings, out_shardings=out_shardings)
+
+
+def trace_entry(wrapped: Wrapped, args: tuple, kwargs: dict) -> TraceEntry:
+    """What ``wrapped`` traces to for these arguments (arrays, or anything with a shape
+    and dtype): its cached ``TraceEntry``, or a new one (``make_jaxpr`` and
+    ``xla_computation`` read jaxprs this way)."""
+    return wrapped._entry(args, kwargs, allow_shape_dtype=True)[0]
 
 
 def tagged_call(fun: Callable, name: str, call_metadata: tuple) -> Wrapped:

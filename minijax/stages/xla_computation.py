@@ -226,7 +226,7 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
 
     @functools.wraps(fun)
     def computation_maker(*args, **kwargs):
-        from minijax.stages.jit import Wrapped
+        from minijax.stages.jit import Wrapped, trace_entry
         n = len(args)
         bad = [i for i in static_nums if not -n <= i < n]
         if bad:
@@ -235,7 +235,7 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
         # A fresh Wrapped per call: its trace cache does not know the axis environment.
         wrapped = Wrapped(fun, static_argnums=static_nums, donate_argnums=donate_nums)
         with extend_axis_env(env):
-            entry, _ = wrapped._entry(args, kwargs, allow_shape_dtype=True)
+            entry = trace_entry(wrapped, args, kwargs)
         if entry.hoisted:
             raise ValueError(f"xla_computation of {name}: the function closes over traced "
                              "values of an enclosing transformation")
