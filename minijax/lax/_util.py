@@ -137,9 +137,13 @@ def binary_primitive(name: str, hlo_op: str, kinds: str = "fciu") -> Primitive:
         return ShapedArray(shape, dt, x.weak_type and y.weak_type)
 
     def lowering(ctx, x, y, **params):
-        shape = ctx.avals_out[0].shape
-        return ctx.op(hlo_op, [broadcast_operand(ctx, x, shape), broadcast_operand(ctx, y, shape)],
-                      ctx.avals_out[0])
+        out = ctx.avals_out[0]
+        shape = out.shape
+        if x.aval.shape != shape:
+            x = broadcast_operand(ctx, x, shape)
+        if y.aval.shape != shape:
+            y = broadcast_operand(ctx, y, shape)
+        return ctx.op(hlo_op, [x, y], out)
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)

@@ -175,10 +175,40 @@ def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
                        lhs.weak_type and rhs.weak_type)
 
 
+def _dot_attrs(dimension_numbers, precision) -> dict:
+    """The attributes of a ``stablehlo.dot_general`` (no algorithm), made once per
+    dimension numbers and precision (ops may share the dict: attributes are never changed
+    in place)."""
+    key = (dimension_numbers, precision)
+    try:
+        attrs = _dot_attrs_memo.get(key)
+    except TypeError:  # unhashable (lists): made each time
+        key, attrs = None, None
+    if attrs is None:
+        (lc, rc), (lb, rb) = dimension_numbers
+        parts = []
+        if lb:
+            parts.append(f"lhs_batching_dimensions = {list(lb)}")
+            parts.append(f"rhs_batching_dimensions = {list(rb)}")
+        parts.append(f"lhs_contracting_dimensions = {list(lc)}")
+        parts.append(f"rhs_contracting_dimensions = {list(rc)}")
+        attrs = {"dot_dimension_numbers": f"#stablehlo.dot<{', '.join(parts)}>",
+                 "precision_config": precision_config(precision)}
+        if key is not None:
+            _dot_attrs_memo[key] = attrs
+    return attrs
+
+
+_dot_attrs_memo = MemoCache("minijax_memo_cache_size")
+
+
 @dot_general_p.def_lowering
 def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
                        preferred_element_type=None):
     out = ctx.avals_out[0]
+    if (precision is None or type(precision) is tuple) and lhs.aval.dtype == rhs.aval.dtype:
+        return ctx.op("stablehlo.dot_general", [lhs, rhs], out,
+                      _dot_attrs(dimension_numbers, precision))
     acc = out
     attrs = {}
     if is_algorithm(precision):
@@ -195,17 +225,8 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
     elif lhs.aval.dtype != rhs.aval.dtype:
         lhs, rhs = (ctx.op("stablehlo.convert", [v], ShapedArray(v.aval.shape, out.dtype))
                     if v.aval.dtype != out.dtype else v for v in (lhs, rhs))
-    (lc, rc), (lb, rb) = dimension_numbers
-    parts = []
-    if lb:
-        parts.append(f"lhs_batching_dimensions = {list(lb)}")
-        parts.append(f"rhs_batching_dimensions = {list(rb)}")
-    parts.append(f"lhs_contracting_dimensions = {list(lc)}")
-    parts.append(f"rhs_contracting_dimensions = {list(rc)}")
-    res = ctx.op("stablehlo.dot_general", [lhs, rhs], acc, {
-        "dot_dimension_numbers": f"#stablehlo.dot<{', '.join(parts)}>",
-        "precision_config": precision_config(precision), **attrs,
-    })
+    res = ctx.op("stablehlo.dot_general", [lhs, rhs], acc,
+                 {**_dot_attrs(dimension_numbers, precision), **attrs})
     if acc.dtype != out.dtype:
         res = ctx.op("stablehlo.convert", [res], out)
     return res

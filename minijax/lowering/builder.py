@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from minijax.core.aval import ShapedArray
 from minijax.core.lru import MemoCache
-from minijax.lowering.types import string_attr, tensor_type
+from minijax.lowering.types import _type_cache as _types
+from minijax.lowering.types import string_attr, tensor_type, type_of
 
 
 class Value:
@@ -30,7 +31,7 @@ class Value:
         self.aval = aval
         self.op = op  # the defining op (None for block arguments)
         # its MLIR type (``tensor<3xf32>``; an aval that is a string is its own type)
-        self.type = type or (tensor_type(aval) if isinstance(aval, ShapedArray) else aval)
+        self.type = type or type_of(aval)
 
     def __repr__(self) -> str:
         return f"{self.name}: {self.type}"
@@ -45,62 +46,119 @@ class Region:
 
 
 class Op:
-    __slots__ = ("results", "name", "operands", "attrs", "result_types", "loc", "regions",
-                 "frontend")
+    """One operation (``opname``: ``"stablehlo.add"``). Its fields stay editable until
+    the module is rendered; ``line`` is its text (without indentation) when made at once
+    by ``FunctionBuilder.op``, dropped by any change."""
 
-    def __init__(self, name, operands, result_types, attrs, loc, regions, frontend=None):
+    __slots__ = ("results", "opname", "operands", "attrs", "result_types", "loc", "regions",
+                 "frontend", "line")
+
+    def __init__(self, opname, operands, result_types, attrs, loc, regions, frontend=None,
+                 line=None):
         self.frontend = frontend  # XLA frontend attributes: {key: value string}
-        self.name = name
+        self.opname = opname
         self.operands = operands
         self.result_types = result_types
         self.attrs = attrs
         self.loc = loc
         self.regions = regions
-        self.results: list[Value] = []
+        self.results: Sequence[Value] = ()
+        self.line: str | None = line
 
     def set_attr(self, key: str, value: str) -> None:
         self.attrs = dict(self.attrs or {})
         self.attrs[key] = value
+        self.line = None
 
     def add_frontend_attributes(self, metadata: dict) -> None:
         """Merge XLA frontend attributes into this op (later values win)."""
         self.frontend = {**(self.frontend or {}), **metadata}
+        self.line = None
 
     def render(self, out: list[str], indent: str, tagged: list) -> None:
         """Append this op's lines to ``out``, and its frontend attributes, if it has
         any, to ``tagged``."""
+        if self.line is not None:
+            out.append(indent + self.line)
+            return
         res = self.results
-        if len(res) == 1:
-            lhs = f"{res[0].name} = "
-        elif res:
-            lhs = f"{res[0].name.split('#')[0]}:{len(res)} = "
+        operands = self.operands
+        n = len(operands)
+        if n == 1:
+            o = operands[0]
+            names, in_types = o.name, o.type
+        elif n == 2:
+            o, o2 = operands
+            names, in_types = f"{o.name}, {o2.name}", f"{o.type}, {o2.type}"
         else:
-            lhs = ""
-        operands = ", ".join([v.name for v in self.operands])
-        head = f'{indent}{lhs}"{self.name}"({operands})'
+            names = ", ".join([v.name for v in operands])
+            in_types = ", ".join([v.type for v in operands])
+        if len(res) == 1:
+            head = f'{indent}{res[0].name} = "{self.opname}"({names})'
+            out_types = res[0].type
+        else:
+            lhs = f"{res[0].name.split('#')[0]}:{len(res)} = " if res else ""
+            head = f'{indent}{lhs}"{self.opname}"({names})'
+            rt = self.result_types
+            out_types = rt[0] if len(rt) == 1 else "(" + ", ".join(rt) + ")"
         if self.regions:
             out.append(head + " ({")
             for i, r in enumerate(self.regions):
                 if i:
                     out.append(f"{indent}}}, {{")
-                args = ", ".join(f"{a.name}: {a.type}" for a in r.args)
+                args = ", ".join([f"{a.name}: {a.type}" for a in r.args])
                 out.append(f"{indent}^bb0({args}):")
+                inner = indent + "  "
                 for op in r.ops:
-                    op.render(out, indent + "  ", tagged)
-            tail = f"{indent}}})"
-        else:
-            tail = head
+                    op.render(out, inner, tagged)
+            head = f"{indent}}})"
         attrs = self.attrs
         if self.frontend:
             tagged.append(self.frontend)
-            fe = ", ".join(f"{string_attr(k)} = {string_attr(v)}" for k, v in self.frontend.items())
+            fe = ", ".join([f"{string_attr(k)} = {string_attr(v)}"
+                            for k, v in self.frontend.items()])
             attrs = {**(attrs or {}), "mhlo.frontend_attributes": "{" + fe + "}"}
         if attrs:
-            tail += " {" + ", ".join(f"{k} = {v}" for k, v in attrs.items()) + "}"
-        in_types = ", ".join([v.type for v in self.operands])
-        rt = self.result_types
-        out_types = rt[0] if len(rt) == 1 else "(" + ", ".join(rt) + ")"
-        out.append(f"{tail} : ({in_types}) -> {out_types} loc({self.loc or 'unknown'})")
+            if len(attrs) == 1:
+                (k, v), = attrs.items()
+                head = f"{head} {{{k} = {v}}}"
+            else:
+                head = f"{head} {{{', '.join([f'{k} = {v}' for k, v in attrs.items()])}}}"
+        out.append(f"{head} : ({in_types}) -> {out_types} loc({self.loc or 'unknown'})")
+
+
+class OpValue(Op):
+    """An op with one array result that is also that result: one object stands for both
+    (``v.op is v``), for the ops ``FunctionBuilder.op`` renders at once (most of them)."""
+
+    __slots__ = ("name", "aval", "type")
+
+    def __init__(self, opname, operands, attrs, loc, line, name, aval, type):
+        self.opname = opname
+        self.operands = operands
+        self.attrs = attrs
+        self.loc = loc
+        self.line = line
+        self.name = name
+        self.aval = aval
+        self.type = type
+        self.regions = ()
+        self.frontend = None
+
+    @property
+    def op(self) -> OpValue:
+        return self
+
+    @property
+    def results(self) -> tuple:
+        return (self,)
+
+    @property
+    def result_types(self) -> tuple:
+        return (self.type,)
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.type}"
 
 
 class FunctionBuilder:
@@ -138,13 +196,50 @@ class FunctionBuilder:
     def op(self, name: str, operands: Sequence[Value], results, attrs=None,
            regions: Sequence[Region] = ()):
         """Emit ``name`` with operands; ``results`` is an aval, a list of avals, or []."""
-        single = isinstance(results, ShapedArray) or isinstance(results, str)
-        avals = [results] if single else list(results)
-        types = [tensor_type(a) if isinstance(a, ShapedArray) else a for a in avals]
         # XLA's StableHLO->HLO conversion drops frontend attributes of constants, so they
         # are not attached there (the metadata check would report them as lost).
-        frontend = self.frontend if name != "stablehlo.constant" else None
-        op = Op(name, list(operands), types, attrs, self.loc, list(regions), frontend)
+        frontend = self.frontend
+        if frontend is not None and name == "stablehlo.constant":
+            frontend = None
+        if type(operands) is not list:
+            operands = list(operands)
+        kind = type(results)
+        if frontend is None and not regions and (
+                kind is ShapedArray or (kind is list and not results)):
+            # The common cases, one array result or none: the text is made now.
+            k = len(operands)
+            if k == 1:
+                o = operands[0]
+                names, in_types = o.name, o.type
+            elif k == 2:
+                o, o2 = operands
+                names, in_types = f"{o.name}, {o2.name}", f"{o.type}, {o2.type}"
+            else:
+                names = ", ".join([o.name for o in operands])
+                in_types = ", ".join([o.type for o in operands])
+            if attrs:
+                attr_text = " {" + ", ".join([f"{k} = {a}" for k, a in attrs.items()]) + "}"
+            else:
+                attr_text = ""
+            loc = self.loc
+            if kind is list:  # no results (a terminator)
+                op = Op(name, operands, (), attrs, loc, regions, None,
+                        f'"{name}"({names}){attr_text} : ({in_types}) -> () '
+                        f'loc({loc or "unknown"})')
+                self.block.ops.append(op)
+                return op.results
+            t = _types.get((results.shape, results.dtype)) or tensor_type(results)
+            self._count = n = self._count + 1
+            vname = f"%{n}"
+            v = OpValue(name, operands, attrs, loc,
+                        f'{vname} = "{name}"({names}){attr_text} : ({in_types}) -> {t} '
+                        f'loc({loc or "unknown"})', vname, results, t)
+            self.block.ops.append(v)
+            return v
+        single = isinstance(results, (ShapedArray, str))
+        avals = [results] if single else list(results)
+        types = [type_of(a) for a in avals]
+        op = Op(name, operands, types, attrs, self.loc, regions, frontend)
         if len(avals) == 1:
             op.results = [Value(self.fresh(), avals[0], op, types[0])]
         elif avals:

@@ -18,9 +18,10 @@ import numpy as np
 from minijax.config import config
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from minijax.core.lru import MemoCache
 from minijax.core.traceback_util import add_equation_source
 from minijax.lowering.builder import FunctionBuilder, ModuleBuilder, Region, Value, name_loc
-from minijax.lowering.types import dense_elements, string_attr, tensor_type
+from minijax.lowering.types import dense_elements, i64_array, string_attr, tensor_type
 
 
 class LoweringError(Exception):
@@ -72,28 +73,42 @@ class ModuleText(str):
 class RuleContext:
     """What a lowering rule sees: the function being built and the equation's avals."""
 
-    __slots__ = ("fn", "avals_in", "avals_out", "eqn", "name_prefix")
+    __slots__ = ("fn", "eqn", "name_prefix", "_avals_in", "avals_out", "op")
 
     def __init__(self, fn: FunctionBuilder, eqn: JaxprEqn | None, avals_in, avals_out,
                  name_prefix: str):
         self.fn = fn
         self.eqn = eqn
-        self.avals_in = avals_in
+        self._avals_in = avals_in  # None: read from the equation if a rule asks
         self.avals_out = avals_out
         self.name_prefix = name_prefix
+        # ``ctx.op(name, operands, results, attrs=None, regions=())`` emits an op
+        # (``FunctionBuilder.op``)
+        self.op = fn.op
+
+    @property
+    def avals_in(self) -> list[ShapedArray]:
+        avals = self._avals_in
+        if avals is None:
+            avals = self._avals_in = [a.aval for a in self.eqn.invars]
+        return avals
 
     @property
     def module(self) -> ModuleBuilder:
         return self.fn.module
-
-    def op(self, name: str, operands: Sequence[Value], results, attrs=None, regions=()):
-        return self.fn.op(name, operands, results, attrs, regions)
 
     def constant(self, value, dtype=None, shape=()) -> Value:
         """A ``stablehlo.constant`` of ``value`` with ``dtype`` broadcast to ``shape``."""
         arr = np.asarray(value)
         if dtype is not None:
             arr = arr.astype(dtype)
+        if not arr.ndim and type(shape) is tuple:  # a scalar: its aval and text made once
+            key = (arr.dtype, arr.tobytes(), shape)
+            made = _scalar_constants.get(key)
+            if made is None:
+                aval = ShapedArray(shape, arr.dtype)
+                made = _scalar_constants[key] = (aval, {"value": dense_elements(arr, aval)})
+            return self.fn.op("stablehlo.constant", [], made[0], made[1])
         aval = ShapedArray(shape if shape != () else arr.shape, arr.dtype)
         if aval.shape != arr.shape and arr.size != 1:
             arr = np.ascontiguousarray(np.broadcast_to(arr, aval.shape))
@@ -103,13 +118,12 @@ class RuleContext:
         """``stablehlo.broadcast_in_dim``; a splat constant is re-emitted at full shape
         instead (XLA's HLO converter folds constant broadcasts and drops their metadata)."""
         op = x.op
-        if op is not None and op.name == "stablehlo.constant" and not x.aval.shape:
+        if op is not None and op.opname == "stablehlo.constant" and not x.aval.shape:
             value = op.attrs["value"]
             if '"0x' not in value:  # a splat literal
                 literal = value.rsplit(" : ", 1)[0]
                 return self.fn.op("stablehlo.constant", [], aval,
                                   {"value": f"{literal} : {tensor_type(aval)}"})
-        from minijax.lowering.types import i64_array
         return self.fn.op("stablehlo.broadcast_in_dim", [x], aval,
                           {"broadcast_dimensions": i64_array(dims)})
 
@@ -180,9 +194,21 @@ class RuleContext:
         self.fn.op(op, values, [])
 
 
+# Scalar constants: (dtype, bytes, shape) -> (aval, attributes) for RuleContext.constant;
+# (shape, dtype, value's dtype, bytes) -> attributes for literals. Ops share the
+# attribute dicts (an op's attributes are never changed in place).
+_scalar_constants = MemoCache("minijax_memo_cache_size")
+
+
 def _const_value(ctx_fn: FunctionBuilder, x: Any, aval: ShapedArray) -> Value:
     arr = np.asarray(x)
-    return ctx_fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
+    if arr.ndim:
+        return ctx_fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
+    key = (aval.shape, aval.dtype, arr.dtype, arr.tobytes())
+    attrs = _scalar_constants.get(key)
+    if attrs is None:
+        attrs = _scalar_constants[key] = {"value": dense_elements(arr, aval)}
+    return ctx_fn.op("stablehlo.constant", [], aval, attrs)
 
 
 def frontend_attributes(outer: tuple, inner: tuple) -> dict[str, str] | None:
@@ -203,22 +229,25 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
     ``outer_metadata`` is the XLA metadata in force where this jaxpr is used (from
     the caller); each equation's own metadata is applied on top of it.
     """
-    env: dict[int, Value] = {}
+    env: dict = {}  # Var -> Value
     saved_loc, saved_fe, saved_md = fn.loc, fn.frontend, fn.outer_metadata
     fn.outer_metadata = outer_metadata
     prefix_loc = string_attr(name_prefix) if name_prefix else None
     fn.loc = prefix_loc
     for v, c in zip(jaxpr.constvars, consts):
-        env[id(v)] = _const_value(fn, c, v.aval)
+        env[v] = _const_value(fn, c, v.aval)
     for v, a in zip(jaxpr.invars, args):
-        env[id(v)] = a
+        env[v] = a
 
     def read(atom) -> Value:
         if type(atom) is Literal:
             fn.loc = prefix_loc
             return _const_value(fn, atom.val, atom.aval)
-        return env[id(atom)]
+        return env[atom]
 
+    # The location of each (primitive, source line, name stack), made once per jaxpr.
+    locs: dict = {}
+    ctx = RuleContext(fn, None, None, None, name_prefix)
     eqn = None
     try:
         for eqn in jaxpr.eqns:
@@ -226,24 +255,44 @@ def lower_jaxpr_into(fn: FunctionBuilder, jaxpr: Jaxpr, consts: Sequence[Any],
             rule = prim.lowering
             if rule is None:
                 raise LoweringError(f"primitive {prim.name} has no lowering rule")
-            ins = [read(a) for a in eqn.invars]
-            short = prim.loc_name(eqn.params) if prim.loc_name else prim.name
-            stack = eqn.ctx.name_stack  # named_scope / named_call names
-            if stack:
-                short = "/".join((*stack, short))
-            opname = f"{name_prefix}/{short}" if name_prefix else short
-            fn.loc = name_loc(opname, eqn.source)
-            md = eqn.ctx.metadata
+            invars = eqn.invars
+            try:
+                if len(invars) == 1:
+                    ins = (env[invars[0]],)
+                elif len(invars) == 2:
+                    ins = (env[invars[0]], env[invars[1]])
+                else:
+                    ins = [env[a] for a in invars]
+            except KeyError:  # literals: each becomes a constant, in operand order
+                ins = [read(a) for a in invars]
+            ectx = eqn.ctx
+            key = (prim, eqn.source, ectx.name_stack)
+            loc = locs.get(key) if prim.loc_name is None else None
+            if loc is None:
+                short = prim.loc_name(eqn.params) if prim.loc_name else prim.name
+                stack = ectx.name_stack  # named_scope / named_call names
+                if stack:
+                    short = "/".join((*stack, short))
+                opname = f"{name_prefix}/{short}" if name_prefix else short
+                loc = locs[key] = name_loc(opname, eqn.source)
+            fn.loc = loc
+            md = ectx.metadata
             fn.frontend = frontend_attributes(outer_metadata, md) if (md or outer_metadata) \
                 else None
-            ctx = RuleContext(fn, eqn, [a.aval for a in eqn.invars],
-                              [v.aval for v in eqn.outvars], name_prefix)
-            outs = rule(ctx, *ins, **eqn.params)
+            # One context serves every equation of this jaxpr (rules use it only while
+            # they run).
+            ctx.eqn = eqn
+            ctx._avals_in = None
+            outvars = eqn.outvars
             if prim.multiple_results:
-                for v, o in zip(eqn.outvars, outs):
-                    env[id(v)] = o
+                ctx.avals_out = [v.aval for v in outvars]
+                outs = rule(ctx, *ins, **eqn.params)
+                for v, o in zip(outvars, outs):
+                    env[v] = o
             else:
-                env[id(eqn.outvars[0])] = outs
+                out = outvars[0]
+                ctx.avals_out = [out.aval]
+                env[out] = rule(ctx, *ins, **eqn.params)
         eqn = None
         fn.loc = prefix_loc
         fn.frontend = None

@@ -34,6 +34,11 @@ def tensor_type(aval: ShapedArray) -> str:
     return t
 
 
+def type_of(aval) -> str:
+    """The MLIR type of a value: a ShapedArray's tensor type; a string is its own type."""
+    return tensor_type(aval) if isinstance(aval, ShapedArray) else aval
+
+
 def i64_array(xs) -> str:
     """``array<i64: 0, 1>`` (a DenseI64ArrayAttr)."""
     xs = list(xs)
