@@ -59,13 +59,16 @@ def identity_value(kind: str, dtype) -> np.ndarray:
     return np.array(-np.inf if lowest else np.inf, dt)
 
 
+_scalars: dict = {}  # dtype -> ShapedArray((), dtype), for the regions of reductions
 _HLO_OP = {"add": "stablehlo.add", "mul": "stablehlo.multiply", "max": "stablehlo.maximum",
            "min": "stablehlo.minimum", "and": "stablehlo.and", "or": "stablehlo.or"}
 
 
 def scalar_region(ctx, kind: str, dtype):
     """A region ``(a, b) -> a <kind> b`` on scalars of ``dtype``."""
-    scalar = ShapedArray((), dtype)
+    scalar = _scalars.get(dtype)
+    if scalar is None:
+        scalar = _scalars[dtype] = ShapedArray((), dtype)
     region = ctx.new_region([scalar, scalar])
     with ctx.in_region(region):
         out = ctx.op(_HLO_OP[kind], list(region.args), scalar)
@@ -79,6 +82,7 @@ def scalar_region(ctx, kind: str, dtype):
 
 def _reduction_primitive(name: str, kind: str, kinds: str) -> Primitive:
     p = Primitive(name)
+    identities: dict = {}  # dtype -> the init value of the lowered reduce (read only)
 
     def abstract_eval(x, *, axes, out_sharding=None):
         check_dtype(name, x, kinds)
@@ -88,7 +92,10 @@ def _reduction_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
     def lowering(ctx, x, *, axes, out_sharding=None):
         out = ctx.avals_out[0]
-        init = ctx.constant(identity_value(kind, out.dtype), out.dtype)
+        value = identities.get(out.dtype)
+        if value is None:
+            value = identities[out.dtype] = identity_value(kind, out.dtype)
+        init = ctx.constant(value, out.dtype)
         region = scalar_region(ctx, kind, out.dtype)
         return ctx.op("stablehlo.reduce", [x, init], out,
                       {"dimensions": i64_array(axes)}, regions=[region])

@@ -108,9 +108,7 @@ class Op:
                     out.append(f"{indent}}}, {{")
                 args = ", ".join([f"{a.name}: {a.type}" for a in r.args])
                 out.append(f"{indent}^bb0({args}):")
-                inner = indent + "  "
-                for op in r.ops:
-                    op.render(out, inner, tagged)
+                render_ops(r.ops, out, indent + "  ", tagged)
             head = f"{indent}}})"
         attrs = self.attrs
         if self.frontend:
@@ -125,6 +123,17 @@ class Op:
             else:
                 head = f"{head} {{{', '.join([f'{k} = {v}' for k, v in attrs.items()])}}}"
         out.append(f"{head} : ({in_types}) -> {out_types} loc({self.loc or 'unknown'})")
+
+
+def render_ops(ops: Sequence[Op], out: list[str], indent: str, tagged: list) -> None:
+    """Append the lines of ``ops`` (a block) to ``out``."""
+    append = out.append
+    for op in ops:
+        line = op.line
+        if line is None:
+            op.render(out, indent, tagged)
+        else:
+            append(indent + line)
 
 
 class OpValue(Op):
@@ -159,6 +168,25 @@ class OpValue(Op):
 
     def __repr__(self) -> str:
         return f"{self.name}: {self.type}"
+
+
+def _operand_text(operands: Sequence[Value]) -> tuple[str, str]:
+    """``("%1, %2", "tensor<f32>, tensor<f32>")``: the operands' names and types."""
+    k = len(operands)
+    if k == 1:
+        o = operands[0]
+        return o.name, o.type
+    if k == 2:
+        o, o2 = operands
+        return f"{o.name}, {o2.name}", f"{o.type}, {o2.type}"
+    return ", ".join([o.name for o in operands]), ", ".join([o.type for o in operands])
+
+
+def _attr_text(attrs: dict | None) -> str:
+    """`` {k = v, ...}`` (empty without attributes)."""
+    if not attrs:
+        return ""
+    return " {" + ", ".join([f"{k} = {a}" for k, a in attrs.items()]) + "}"
 
 
 class FunctionBuilder:
@@ -204,38 +232,32 @@ class FunctionBuilder:
         if type(operands) is not list:
             operands = list(operands)
         kind = type(results)
-        if frontend is None and not regions and (
-                kind is ShapedArray or (kind is list and not results)):
-            # The common cases, one array result or none: the text is made now.
-            k = len(operands)
-            if k == 1:
-                o = operands[0]
-                names, in_types = o.name, o.type
-            elif k == 2:
-                o, o2 = operands
-                names, in_types = f"{o.name}, {o2.name}", f"{o.type}, {o2.type}"
-            else:
-                names = ", ".join([o.name for o in operands])
-                in_types = ", ".join([o.type for o in operands])
-            if attrs:
-                attr_text = " {" + ", ".join([f"{k} = {a}" for k, a in attrs.items()]) + "}"
-            else:
-                attr_text = ""
-            loc = self.loc
-            if kind is list:  # no results (a terminator)
-                op = Op(name, operands, (), attrs, loc, regions, None,
-                        f'"{name}"({names}){attr_text} : ({in_types}) -> () '
-                        f'loc({loc or "unknown"})')
-                self.block.ops.append(op)
-                return op.results
+        if kind is ShapedArray:  # one array result: the op is its result (OpValue)
             t = _types.get((results.shape, results.dtype)) or tensor_type(results)
             self._count = n = self._count + 1
             vname = f"%{n}"
-            v = OpValue(name, operands, attrs, loc,
-                        f'{vname} = "{name}"({names}){attr_text} : ({in_types}) -> {t} '
-                        f'loc({loc or "unknown"})', vname, results, t)
+            if regions or frontend is not None:  # rendered from its fields at the end
+                v = OpValue(name, operands, attrs, self.loc, None, vname, results, t)
+                v.regions = regions
+                v.frontend = frontend
+            else:  # the common case: the text is made now
+                names, in_types = _operand_text(operands)
+                at = _attr_text(attrs) if attrs else ""
+                loc = self.loc
+                v = OpValue(name, operands, attrs, loc,
+                            f'{vname} = "{name}"({names}){at} : ({in_types}) -> {t} '
+                            f'loc({loc or "unknown"})', vname, results, t)
             self.block.ops.append(v)
             return v
+        if kind is list and not results and not regions and frontend is None:
+            # no results (a terminator): the text is made now
+            names, in_types = _operand_text(operands)
+            loc = self.loc
+            op = Op(name, operands, (), attrs, loc, regions, None,
+                    f'"{name}"({names}){_attr_text(attrs)} : ({in_types}) -> () '
+                    f'loc({loc or "unknown"})')
+            self.block.ops.append(op)
+            return op.results
         single = isinstance(results, (ShapedArray, str))
         avals = [results] if single else list(results)
         types = [type_of(a) for a in avals]
@@ -286,8 +308,7 @@ class FunctionBuilder:
             res.append(f"{v.type} {{{attrs}}}" if attrs else v.type)
         res_s = "(" + ", ".join(res) + ")"
         out.append(f"  func.func {self.visibility} @{self.name}({', '.join(args)}) -> {res_s} {{")
-        for op in self.body.ops:
-            op.render(out, "    ", tagged)
+        render_ops(self.body.ops, out, "    ", tagged)
         ret_types = ", ".join(v.type for v in self.results)
         ret_ops = ", ".join(v.name for v in self.results)
         out.append(f'    "func.return"({ret_ops}) : ({ret_types}) -> () loc(unknown)')

@@ -121,9 +121,12 @@ class RuleContext:
         if op is not None and op.opname == "stablehlo.constant" and not x.aval.shape:
             value = op.attrs["value"]
             if '"0x' not in value:  # a splat literal
-                literal = value.rsplit(" : ", 1)[0]
-                return self.fn.op("stablehlo.constant", [], aval,
-                                  {"value": f"{literal} : {tensor_type(aval)}"})
+                key = (value, aval.shape, aval.dtype)
+                attrs = _splats.get(key)
+                if attrs is None:
+                    literal = value.rsplit(" : ", 1)[0]
+                    attrs = _splats[key] = {"value": f"{literal} : {tensor_type(aval)}"}
+                return self.fn.op("stablehlo.constant", [], aval, attrs)
         return self.fn.op("stablehlo.broadcast_in_dim", [x], aval,
                           {"broadcast_dimensions": i64_array(dims)})
 
@@ -198,6 +201,7 @@ class RuleContext:
 # (shape, dtype, value's dtype, bytes) -> attributes for literals. Ops share the
 # attribute dicts (an op's attributes are never changed in place).
 _scalar_constants = MemoCache("minijax_memo_cache_size")
+_splats = MemoCache("minijax_memo_cache_size")  # (scalar's value, shape, dtype) -> attributes
 
 
 def _const_value(ctx_fn: FunctionBuilder, x: Any, aval: ShapedArray) -> Value:

@@ -41,8 +41,20 @@ def type_of(aval) -> str:
 
 def i64_array(xs) -> str:
     """``array<i64: 0, 1>`` (a DenseI64ArrayAttr)."""
+    if type(xs) is tuple:  # made once per tuple
+        text = _i64_arrays.get(xs)
+        if text is None:
+            text = _i64_arrays[xs] = _i64_array(xs)
+        return text
+    return _i64_array(xs)
+
+
+def _i64_array(xs) -> str:
     xs = list(xs)
-    return f"array<i64: {', '.join(str(int(x)) for x in xs)}>" if xs else "array<i64>"
+    return f"array<i64: {', '.join([str(int(x)) for x in xs])}>" if xs else "array<i64>"
+
+
+_i64_arrays = MemoCache("minijax_memo_cache_size")
 
 
 def bool_array(xs) -> str:
