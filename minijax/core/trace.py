@@ -310,15 +310,15 @@ def get_aval(x) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
-    if isinstance(x, (bool, int, float, complex)):  # subclasses, e.g. IntEnum
-        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
-    if isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, (np.ndarray, np.generic)):  # before float: np.float64 subclasses it
         key = (x.dtype, x.shape, dtypes.x64_enabled())
         aval = _array_avals.get(key)
         if aval is None:
             dt = dtypes.float0 if x.dtype == dtypes.float0 else dtypes.canonicalize(x.dtype)
             aval = _array_avals[key] = ShapedArray(x.shape, dt)
         return aval
+    if isinstance(x, (bool, int, float, complex)):  # subclasses, e.g. IntEnum
+        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
     if isinstance(x, (list, tuple)):
         raise TypeError(f"minijax got a Python {type(x).__name__} where an array was expected; "
                         f"wrap it with minijax.numpy.asarray(...) first")

@@ -476,7 +476,7 @@ typedef struct {
 } DispatchBase;
 
 /* set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants, flatten,
- *                    scalar_specs) */
+ *                    scalar_specs, numpy_specs, ndarray, generic) */
 static PyObject *dispatch_state = NULL;       /* the thread-local trace state */
 static PyObject *dispatch_empty_ctx = NULL;   /* state.ctx at top level */
 static PyObject *dispatch_eval_trace = NULL;  /* state.trace at top level */
@@ -484,6 +484,9 @@ static PyObject *dispatch_on_error = NULL;    /* on_error(args) after a failed r
 static PyObject *dispatch_constants = NULL;   /* transfer.CONSTANTS */
 static PyObject *dispatch_flatten = NULL;     /* the pytree registry's flatten */
 static PyObject *dispatch_scalar_specs = NULL;  /* transfer.SCALAR_SPECS */
+static PyObject *dispatch_numpy_specs = NULL;   /* transfer.NUMPY_SPECS */
+static PyObject *numpy_ndarray = NULL, *numpy_generic = NULL;  /* np.ndarray, np.generic */
+static PyObject *str_dtype = NULL, *str_shape = NULL;
 static PyObject *empty_kwargs = NULL;         /* {} for calls without keyword arguments */
 static PyObject *str_ctx = NULL, *str_trace = NULL, *str_call = NULL, *str_is_deleted = NULL;
 
@@ -571,20 +574,14 @@ lookup_constant(PyObject *x)
     return c;
 }
 
-/* A fresh device buffer for the Python scalar x (SCALAR_SPECS: type -> (aval id,
- * put, aval, sharding, devices, semantics, x64)) in *buf, its aval id in *id (new
- * references); 0 when made, 1 when it cannot be (no spec, or the put failed, e.g.
- * an int that overflows: the full path raises the proper error), -1 on error. */
+/* A fresh device buffer for x made as ``spec`` (a SCALAR_SPECS or NUMPY_SPECS value:
+ * (aval id, put, aval, sharding, devices, semantics, x64)) says, in *buf, its aval id
+ * in *id (new references); 0 when made, 1 when it cannot be (a malformed spec, or the
+ * put failed, e.g. an int that overflows: the full path raises the proper error), -1
+ * on error. ``spec`` is borrowed. */
 static int
-put_scalar(PyObject *x, PyObject **id, PyObject **buf)
+put_with_spec(PyObject *spec, PyObject *x, PyObject **id, PyObject **buf)
 {
-    if (dispatch_scalar_specs == NULL) {
-        return 1;
-    }
-    PyObject *spec = PyDict_GetItemWithError(dispatch_scalar_specs, (PyObject *)Py_TYPE(x));
-    if (spec == NULL) {
-        return PyErr_Occurred() ? -1 : 1;
-    }
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 7) {
         return 1;
     }
@@ -616,9 +613,54 @@ put_scalar(PyObject *x, PyObject **id, PyObject **buf)
     return 0;
 }
 
+/* A fresh device buffer for the Python scalar x (SCALAR_SPECS: type -> spec); as
+ * put_with_spec, 1 also when its type has no spec. */
+static int
+put_scalar(PyObject *x, PyObject **id, PyObject **buf)
+{
+    if (dispatch_scalar_specs == NULL) {
+        return 1;
+    }
+    PyObject *spec = PyDict_GetItemWithError(dispatch_scalar_specs, (PyObject *)Py_TYPE(x));
+    if (spec == NULL) {
+        return PyErr_Occurred() ? -1 : 1;
+    }
+    return put_with_spec(spec, x, id, buf);
+}
+
+/* A fresh device buffer for the NumPy array or scalar x (NUMPY_SPECS: (dtype, shape)
+ * -> spec, recorded when the full path put such an argument); as put_with_spec, 1 also
+ * when (dtype, shape) has no spec. */
+static int
+put_numpy(PyObject *x, PyObject **id, PyObject **buf)
+{
+    PyObject *dtype = PyObject_GetAttr(x, str_dtype);
+    if (dtype == NULL) {
+        return -1;
+    }
+    PyObject *shape = PyObject_GetAttr(x, str_shape);
+    if (shape == NULL) {
+        Py_DECREF(dtype);
+        return -1;
+    }
+    PyObject *key = PyTuple_Pack(2, dtype, shape);
+    Py_DECREF(dtype);
+    Py_DECREF(shape);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *spec = PyDict_GetItemWithError(dispatch_numpy_specs, key);
+    Py_DECREF(key);
+    if (spec == NULL) {
+        return PyErr_Occurred() ? -1 : 1;
+    }
+    return put_with_spec(spec, x, id, buf);
+}
+
 /* The key part (new reference in *id) and buffer (new reference in *buf) of one
  * argument leaf: a minijax Array's aval id and buffer; for a Python bool/int/float,
- * its device constant's (unless ``fresh``) or else a fresh buffer. 0 when found, 1
+ * its device constant's (unless ``fresh``) or else a fresh buffer; for a NumPy array
+ * or scalar, a fresh buffer. 0 when found, 1
  * when the leaf cannot take the fast path, -1 on error. */
 static int
 leaf_key(PyObject *x, int fresh, PyObject **id, PyObject **buf)
@@ -638,6 +680,10 @@ leaf_key(PyObject *x, int fresh, PyObject **id, PyObject **buf)
     }
     PyTypeObject *t = Py_TYPE(x);
     if (t != &PyFloat_Type && t != &PyLong_Type && t != &PyBool_Type) {
+        if (dispatch_numpy_specs != NULL && ((PyObject *)t == numpy_ndarray ||
+                PyType_IsSubtype(t, (PyTypeObject *)numpy_generic))) {
+            return put_numpy(x, id, buf);
+        }
         return 1;
     }
     PyObject *c = fresh ? NULL : lookup_constant(x);
@@ -1137,16 +1183,18 @@ static PyTypeObject DispatchBaseType = {
 static PyObject *
 speedups_set_dispatch_state(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7 || !PyDict_Check(args[4]) || !PyDict_Check(args[6])) {
+    if (nargs != 10 || !PyDict_Check(args[4]) || !PyDict_Check(args[6]) ||
+            !PyDict_Check(args[7]) || !PyType_Check(args[8]) || !PyType_Check(args[9])) {
         PyErr_SetString(PyExc_TypeError,
                         "set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants, "
-                        "flatten, scalar_specs)");
+                        "flatten, scalar_specs, numpy_specs, ndarray, generic)");
         return NULL;
     }
-    PyObject **slots[7] = {&dispatch_state, &dispatch_empty_ctx, &dispatch_eval_trace,
-                           &dispatch_on_error, &dispatch_constants, &dispatch_flatten,
-                           &dispatch_scalar_specs};
-    for (int i = 0; i < 7; i++) {
+    PyObject **slots[10] = {&dispatch_state, &dispatch_empty_ctx, &dispatch_eval_trace,
+                            &dispatch_on_error, &dispatch_constants, &dispatch_flatten,
+                            &dispatch_scalar_specs, &dispatch_numpy_specs, &numpy_ndarray,
+                            &numpy_generic};
+    for (int i = 0; i < 10; i++) {
         Py_INCREF(args[i]);
         Py_XSETREF(*slots[i], args[i]);
     }
@@ -1215,7 +1263,7 @@ static PyMethodDef speedups_methods[] = {
     {"set_dispatch_state", (PyCFunction)(void (*)(void))speedups_set_dispatch_state,
      METH_FASTCALL,
      "set_dispatch_state(state, empty_ctx, eval_trace, on_error, constants, flatten, "
-     "scalar_specs): what DispatchBase uses."},
+     "scalar_specs, numpy_specs, ndarray, generic): what DispatchBase uses."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -1237,9 +1285,11 @@ PyInit__speedups(void)
     str_trace = PyUnicode_InternFromString("trace");
     str_call = PyUnicode_InternFromString("_call");
     str_is_deleted = PyUnicode_InternFromString("is_deleted");
+    str_dtype = PyUnicode_InternFromString("dtype");
+    str_shape = PyUnicode_InternFromString("shape");
     empty_kwargs = PyDict_New();
     if (str_ctx == NULL || str_trace == NULL || str_call == NULL || str_is_deleted == NULL ||
-            empty_kwargs == NULL) {
+            str_dtype == NULL || str_shape == NULL || empty_kwargs == NULL) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&speedups_module);

@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -199,9 +200,58 @@ def put_scalar(x: Any) -> tuple[int, Any] | None:
         return None
 
 
+# The same for NumPy array and scalar arguments: (dtype, shape) -> (id of the interned
+# aval, put, aval, sharding, [device], semantics, x64), recorded by ``record_numpy_specs``
+# once the full path has put an argument of that dtype and shape on the default device
+# (so only dtypes jaxlib takes, in native byte order). jaxlib's put copies any strides
+# and narrows nothing itself here: a dtype that canonicalizes to another (float64 with
+# x64 off) gets a put that converts with NumPy first, as ``put_numpy`` does.
+NUMPY_SPECS: dict[tuple, tuple] = MemoCache("minijax_memo_cache_size")
+NUMPY_TYPES = (np.ndarray, np.generic)
+
+
+def _converting_put(dt: np.dtype) -> Any:
+    def put(aval, sharding, xs, devices, committed, force_copy, semantics, x64):
+        return _batched_device_put(aval, sharding, [np.asarray(xs[0], dt)], devices,
+                                   committed, force_copy, _ZERO_COPY, x64)
+    return put
+
+
+def record_numpy_specs(leaves: Sequence[Any]) -> None:
+    """Record ``NUMPY_SPECS`` entries for the NumPy arrays and scalars among ``leaves``
+    (arguments the full path has just put on the default device)."""
+    for x in leaves:
+        if not isinstance(x, NUMPY_TYPES):
+            continue
+        dt = x.dtype
+        if (dt, x.shape) in NUMPY_SPECS or not dt.isnative or dt.fields is not None \
+                or dt.kind in "OSUMm":
+            continue
+        x64 = config.enable_x64
+        cdt = _canonical(dt, x64)
+        device, s = _target(None)
+        aval = _aval(x.shape, cdt, False, device)
+        put = _batched_device_put if cdt == dt else _converting_put(cdt)
+        NUMPY_SPECS[dt, x.shape] = (id(aval), put, aval, s, [device], _COPY, x64)
+
+
+def put_numpy_arg(x: Any) -> tuple[int, Any] | None:
+    """``(id of its aval, a fresh device buffer)`` for a NumPy array or scalar with a
+    ``NUMPY_SPECS`` entry, else None (what the C dispatcher does)."""
+    spec = NUMPY_SPECS.get((x.dtype, x.shape))
+    if spec is None:
+        return None
+    aval_id, put, aval, s, devices, semantics, x64 = spec
+    try:
+        return aval_id, put(aval, s, [x], devices, False, False, semantics, x64)
+    except Exception:
+        return None
+
+
 def _drop_constants(_value) -> None:
     CONSTANTS.clear()
     SCALAR_SPECS.clear()
+    NUMPY_SPECS.clear()
 
 
 config.on_change("minijax_enable_x64", _drop_constants)

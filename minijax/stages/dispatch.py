@@ -14,7 +14,9 @@
    with jaxlib's C++ pytree, and ``(treedef, statics, *aval ids)`` is looked up.
    Leaves are Arrays or Python scalars: a scalar uses its device constant, or, when
    it has none (a value that changes every call) or the function donates
-   (``self._dispatch_donates``), a fresh buffer (``transfer.put_scalar``). A value
+   (``self._dispatch_donates``), a fresh buffer (``transfer.put_scalar``). NumPy
+   arrays and scalars get a fresh buffer made as ``transfer.NUMPY_SPECS`` says for
+   their dtype and shape (recorded by the full path's first call with them). A value
    ``(run, aliased, name)`` is a call that donates: after it, the donated Arrays
    are marked with where they were donated.
 
@@ -35,8 +37,9 @@ from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.runtime._native import speedups
 from minijax.runtime.array import Array
 from minijax.runtime.pytree import registry
-from minijax.runtime.transfer import (CONSTANTS, PY_SCALAR_TYPES, SCALAR_SPECS, constant_key,
-                                      put_scalar, scalar_constant)
+from minijax.runtime.transfer import (CONSTANTS, NUMPY_SPECS, NUMPY_TYPES, PY_SCALAR_TYPES,
+                                      SCALAR_SPECS, constant_key, put_numpy_arg, put_scalar,
+                                      scalar_constant)
 from minijax.stages.common import raise_if_deleted
 
 __all__ = ["DispatchBase", "PyDispatchBase", "donation_site", "flat_key", "ids_and_buffers",
@@ -143,13 +146,14 @@ def _tree_lookup(self, args: tuple, kwargs: dict):
             key.append(id(x.aval))
             bufs.append(x._buf)
             continue
-        if type(x) not in PY_SCALAR_TYPES:
-            return None
-        c = None if donates else CONSTANTS.get(constant_key(x))
-        if c is None:
-            c = put_scalar(x)
+        if type(x) in PY_SCALAR_TYPES:
+            c = None if donates else CONSTANTS.get(constant_key(x))
             if c is None:
-                return None
+                c = put_scalar(x)
+        else:
+            c = _numpy_buffer(x)
+        if c is None:
+            return None
         key.append(c[0])
         bufs.append(c[1])
     try:
@@ -207,17 +211,22 @@ def ids_and_buffers(args, constant) -> tuple[tuple, list] | None:
     return tuple(ids), bufs
 
 
+def _numpy_buffer(x) -> tuple[int, Any] | None:
+    """A fresh buffer for a NumPy array or scalar whose dtype and shape have a spec."""
+    return put_numpy_arg(x) if isinstance(x, NUMPY_TYPES) else None
+
+
 def _known_constant(x) -> tuple[int, Any] | None:
-    """The device constant of a Python scalar, or a fresh buffer for it (what the C
-    dispatcher does)."""
+    """The device constant of a Python scalar, or a fresh buffer for it or for a NumPy
+    argument (what the C dispatcher does)."""
     if type(x) not in PY_SCALAR_TYPES:
-        return None
+        return _numpy_buffer(x)
     return CONSTANTS.get(constant_key(x)) or put_scalar(x)
 
 
 def _fresh_scalar(x) -> tuple[int, Any] | None:
-    """A fresh buffer for a Python scalar (for functions that donate)."""
-    return put_scalar(x) if type(x) in PY_SCALAR_TYPES else None
+    """A fresh buffer for a Python scalar or NumPy argument (for functions that donate)."""
+    return put_scalar(x) if type(x) in PY_SCALAR_TYPES else _numpy_buffer(x)
 
 
 def flat_key(ids: Sequence[int], kw_names: Sequence[str] = (), statics: tuple | None = None
@@ -274,6 +283,6 @@ DispatchBase: Any
 if speedups is not None:
     DispatchBase = speedups.DispatchBase
     speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, _fast_path_failed, CONSTANTS,
-                                registry.flatten, SCALAR_SPECS)
+                                registry.flatten, SCALAR_SPECS, NUMPY_SPECS, *NUMPY_TYPES)
 else:
     DispatchBase = PyDispatchBase

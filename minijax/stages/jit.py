@@ -42,7 +42,7 @@ from minijax.stages.cache import EXECUTABLES
 from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
                                    argnums_tuple, call_device, check_argnames, check_argnums,
                                    fun_name, raise_if_deleted)
-from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_specs
+from minijax.runtime.transfer import PY_SCALAR_TYPES, record_numpy_specs, scalar_specs
 from minijax.stages.dispatch import DispatchBase, flat_key, make_constants, mark_donated
 from minijax.stages.entry import TraceEntry, used_inputs
 from minijax.stages.compiler import compile_module, normalize_options
@@ -434,6 +434,8 @@ class Wrapped(DispatchBase):
             scalar_specs()  # Python scalar leaves: fresh buffers need these
             if not entry.has_donation:  # and the next call with the same values, these
                 make_constants(leaves)
+        if device is None:  # NumPy leaves: how to put one of this dtype and shape
+            record_numpy_specs(leaves)
         # The flat table: every argument a leaf (static ones aside), keyword arguments
         # only without static ones, and when it donates, neither (its leaves are then
         # the arguments, which the donation marks index; see stages/dispatch.py).

@@ -3,6 +3,7 @@
 import inspect
 import pickle
 
+import jax
 import numpy as np
 import pytest
 
@@ -249,3 +250,48 @@ def test_static_and_donated_arguments_take_the_dispatch_fast_path(monkeypatch):
         line = inspect.currentframe().f_lineno - 3
         with pytest.raises(RuntimeError, match=f"donated to jit.*:{line}"):
             a + 1
+
+
+def test_numpy_arguments_take_the_dispatch_fast_path(monkeypatch, request):
+    f = minijax.jit(lambda a, b: a * b + 1)
+    g = minijax.jit(lambda t, s: {"y": t["x"] @ t["w"] * s})  # pytree path
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((6, 8))  # float64: narrowed to float32 with x64 off
+    views = [base[::2, ::2], base.T[:3, :4], np.broadcast_to(base[0, :4], (3, 4))]
+    f(views[0], np.float32(2.0)), f(views[0], np.int64(3))
+    w = rng.standard_normal((4, 2)).astype(np.float32)
+    g({"x": views[0], "w": w}, np.float32(0.5))
+    slow = _count_full_path(monkeypatch)
+    for v in views:  # any strides, converted as device_put converts
+        for s, want_dtype in ((np.float32(2.0), np.float32), (np.int64(3), np.float32)):
+            out = f(v, s)
+            want = f(minijax.device_put(v), minijax.device_put(s))  # converted the same way
+            np.testing.assert_array_equal(np.asarray(out), np.asarray(want))
+            np.testing.assert_allclose(np.asarray(out), v.astype(np.float32) * s + 1, rtol=1e-6)
+            assert out.dtype == want_dtype
+        out = g({"x": v, "w": w}, np.float32(0.5))["y"]
+        np.testing.assert_allclose(np.asarray(out), v.astype(np.float32) @ w * 0.5, rtol=1e-6)
+    assert slow == [] and f.trace_count == 2 and g.trace_count == 1
+    a = np.ones((3, 4), np.float32)
+    out = f(a, np.float32(2.0))
+    a[...] = 7  # the argument was copied during the call
+    np.testing.assert_array_equal(np.asarray(out), np.full((3, 4), 3.0))
+    np.testing.assert_array_equal(np.asarray(f(a, np.float32(2.0))), np.full((3, 4), 15.0))
+    assert len(slow) == 1  # float32 (3, 4): a new NumPy type, recorded by the first call
+    del slow[:]
+    # A byte order jaxlib would misread is never recorded: the full path refuses it (as
+    # jax does) every time.
+    big = np.arange(12, dtype=">f4").reshape(3, 4)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="not a valid minijax type"):
+            f(big, np.float32(1.0))
+    assert len(slow) == 2 and f.trace_count == 2
+    for x in (np.float64(2.0), np.complex128(1j)):  # NumPy scalars are strongly typed
+        ours, theirs = minijax.jit(lambda s: s)(x), jax.jit(lambda s: s)(x)
+        assert (ours.dtype, ours.weak_type) == (theirs.dtype, theirs.weak_type)
+    request.getfixturevalue("x64")  # the table follows the flag
+    del slow[:]
+    out = f(base[:3, :4], np.float64(2.0))
+    out = f(base[:3, :4], np.float64(2.0))
+    assert out.dtype == np.float64 and len(slow) == 1
+    np.testing.assert_array_equal(np.asarray(out), base[:3, :4] * 2.0 + 1)
