@@ -70,3 +70,13 @@ def dispatch_donated(lib: Lib) -> PerCall:
     b = lib.put(np.ones(8, np.float32))
     lib.block(f(lib.put(host), b))
     return PerCall(lambda a: f(a, b), fresh=lambda: lib.put(host))
+
+
+@benchmark("dispatch_numpy_args", "us")
+def dispatch_numpy_args(lib: Lib) -> PerCall:
+    """f(a, s) with a NumPy f32[16,16] array and a NumPy float32 scalar (both copied to
+    the device at every call)."""
+    f = lib.mod.jit(lambda a, s: a * s + 1.0)
+    a, s = np.ones((16, 16), np.float32), np.float32(0.5)
+    lib.block(f(a, s))
+    return PerCall(lambda: f(a, s))
