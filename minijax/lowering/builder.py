@@ -2,8 +2,11 @@
 
 Lowering rules emit operations through a ``RuleContext``; each operation is
 kept as a small ``Op`` record (so later passes, e.g. XLA metadata tagging, can
-still add attributes) and rendered in MLIR's generic form at the end. The
-text is then parsed by MLIR (``lowering.mlir.parse``), which checks it.
+still add attributes) and rendered in MLIR's generic form. Most ops (one array
+result or none, no regions, no frontend attributes) get their line when they are
+emitted, and an op with one array result is also that result (``OpValue``); a
+change afterwards drops the line and the op is rendered from its fields at the
+end. The text is then parsed by MLIR (``lowering.mlir.parse``), which checks it.
 
 Why text rather than the Python op builders: building a few thousand ops as
 strings is several times faster than through the bindings, and the rules read
@@ -296,21 +299,15 @@ class FunctionBuilder:
         return FunctionBuilder._InRegion(self, region)
 
     def render(self, out: list[str], tagged: list) -> None:
-        args = []
-        for v, (attrs, loc) in zip(self.args, self.arg_attrs):
-            s = f"{v.name}: {v.type}"
-            if attrs:
-                s += f" {{{attrs}}}"
-            s += f" loc({loc or 'unknown'})"
-            args.append(s)
-        res = []
-        for v, attrs in zip(self.results, self.result_attrs or [""] * len(self.results)):
-            res.append(f"{v.type} {{{attrs}}}" if attrs else v.type)
+        args = [f"{v.name}: {v.type}{f' {{{attrs}}}' if attrs else ''} loc({loc or 'unknown'})"
+                for v, (attrs, loc) in zip(self.args, self.arg_attrs)]
+        res = [f"{v.type} {{{attrs}}}" if attrs else v.type
+               for v, attrs in zip(self.results, self.result_attrs or [""] * len(self.results))]
         res_s = "(" + ", ".join(res) + ")"
         out.append(f"  func.func {self.visibility} @{self.name}({', '.join(args)}) -> {res_s} {{")
         render_ops(self.body.ops, out, "    ", tagged)
-        ret_types = ", ".join(v.type for v in self.results)
-        ret_ops = ", ".join(v.name for v in self.results)
+        ret_types = ", ".join([v.type for v in self.results])
+        ret_ops = ", ".join([v.name for v in self.results])
         out.append(f'    "func.return"({ret_ops}) : ({ret_types}) -> () loc(unknown)')
         out.append("  } loc(unknown)")
 

@@ -101,7 +101,7 @@ class RuleContext:
         """A ``stablehlo.constant`` of ``value`` with ``dtype`` broadcast to ``shape``."""
         arr = np.asarray(value)
         if dtype is not None:
-            arr = arr.astype(dtype)
+            arr = arr.astype(dtype, copy=False)
         if not arr.ndim and type(shape) is tuple:  # a scalar: its aval and text made once
             key = (arr.dtype, arr.tobytes(), shape)
             made = _scalar_constants.get(key)
