@@ -417,14 +417,11 @@ speedups_set_collector(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
-/* wrap(buf, aval) -> registered subclass instance, no __init__. */
+/* A new instance of the registered Array type around buf with type aval (no
+ * __init__); every collect_every-th one first calls the collector. */
 static PyObject *
-speedups_wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+wrap_array(PyObject *buf, PyObject *aval)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "wrap(buf, aval) takes exactly 2 arguments");
-        return NULL;
-    }
     if (array_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "minijax.runtime._speedups: no Array type registered");
         return NULL;
@@ -441,16 +438,170 @@ speedups_wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (self == NULL) {
         return NULL;
     }
-    Py_INCREF(args[0]);
-    self->buf = args[0];
-    Py_INCREF(args[1]);
-    self->aval = args[1];
+    Py_INCREF(buf);
+    self->buf = buf;
+    Py_INCREF(aval);
+    self->aval = aval;
     Py_INCREF(Py_None);
     self->npy = Py_None;
     Py_INCREF(Py_False);
     self->donated = Py_False;
     return (PyObject *)self;
 }
+
+/* wrap(buf, aval) -> registered subclass instance, no __init__. */
+static PyObject *
+speedups_wrap(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "wrap(buf, aval) takes exactly 2 arguments");
+        return NULL;
+    }
+    return wrap_array(args[0], args[1]);
+}
+
+/* ---- Runner ------------------------------------------------------------------------ */
+
+/* Runner(execute_sharded, handlers, avals, unflatten): ``run(bufs)`` of an executable
+ * without host callbacks, float0 outputs or NaN checks (runtime/executable.py's
+ * ``Executable.runner``), in C: execute_sharded(bufs).consume_with_handlers(handlers),
+ * each output wrapped as an Array of its aval; then, with unflatten None, the single
+ * Array (one aval) or the list; else unflatten(list). Saves the Python frame of the
+ * closure it replaces on every jit call. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *execute_sharded;
+    PyObject *handlers;   /* list */
+    PyObject *avals;      /* tuple */
+    PyObject *unflatten;  /* callable or None */
+} Runner;
+
+static PyObject *str_consume = NULL;
+
+static PyObject *
+Runner_vectorcall(Runner *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "run(bufs) takes exactly one argument");
+        return NULL;
+    }
+    PyObject *results = PyObject_CallOneArg(self->execute_sharded, args[0]);
+    if (results == NULL) {
+        return NULL;
+    }
+    PyObject *outs = PyObject_CallMethodOneArg(results, str_consume, self->handlers);
+    Py_DECREF(results);
+    if (outs == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(self->avals);
+    if (!PyList_Check(outs) || PyList_GET_SIZE(outs) != n) {
+        Py_DECREF(outs);
+        PyErr_SetString(PyExc_SystemError, "an executable returned an unexpected output count");
+        return NULL;
+    }
+    if (n == 1 && self->unflatten == Py_None) {
+        PyObject *a = wrap_array(PyList_GET_ITEM(outs, 0), PyTuple_GET_ITEM(self->avals, 0));
+        Py_DECREF(outs);
+        return a;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {  /* replace each buffer by its Array, in place */
+        PyObject *a = wrap_array(PyList_GET_ITEM(outs, i), PyTuple_GET_ITEM(self->avals, i));
+        if (a == NULL) {
+            Py_DECREF(outs);
+            return NULL;
+        }
+        PyObject *old = PyList_GET_ITEM(outs, i);
+        PyList_SET_ITEM(outs, i, a);
+        Py_DECREF(old);
+    }
+    if (self->unflatten == Py_None) {
+        return outs;
+    }
+    PyObject *r = PyObject_CallOneArg(self->unflatten, outs);
+    Py_DECREF(outs);
+    return r;
+}
+
+static PyObject *
+Runner_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *execute_sharded, *handlers, *avals, *unflatten;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "Runner takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_UnpackTuple(args, "Runner", 4, 4, &execute_sharded, &handlers, &avals,
+                           &unflatten)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(execute_sharded) || !PyList_Check(handlers) ||
+            !PyTuple_Check(avals) || PyList_GET_SIZE(handlers) != PyTuple_GET_SIZE(avals) ||
+            (unflatten != Py_None && !PyCallable_Check(unflatten))) {
+        PyErr_SetString(PyExc_TypeError, "Runner(execute_sharded, handlers: list, avals: tuple "
+                        "of the same length, unflatten: callable or None)");
+        return NULL;
+    }
+    Runner *self = (Runner *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = (vectorcallfunc)Runner_vectorcall;
+    Py_INCREF(execute_sharded);
+    self->execute_sharded = execute_sharded;
+    Py_INCREF(handlers);
+    self->handlers = handlers;
+    Py_INCREF(avals);
+    self->avals = avals;
+    Py_INCREF(unflatten);
+    self->unflatten = unflatten;
+    return (PyObject *)self;
+}
+
+static int
+Runner_traverse(Runner *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->execute_sharded);
+    Py_VISIT(self->handlers);
+    Py_VISIT(self->avals);
+    Py_VISIT(self->unflatten);
+    return 0;
+}
+
+static int
+Runner_clear(Runner *self)
+{
+    Py_CLEAR(self->execute_sharded);
+    Py_CLEAR(self->handlers);
+    Py_CLEAR(self->avals);
+    Py_CLEAR(self->unflatten);
+    return 0;
+}
+
+static void
+Runner_dealloc(Runner *self)
+{
+    PyObject_GC_UnTrack(self);
+    Runner_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject RunnerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minijax.runtime._speedups.Runner",
+    .tp_doc = "run(bufs) of an executable: execute, wrap the outputs, unflatten (in C).",
+    .tp_basicsize = sizeof(Runner),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Runner, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_traverse = (traverseproc)Runner_traverse,
+    .tp_clear = (inquiry)Runner_clear,
+    .tp_dealloc = (destructor)Runner_dealloc,
+    .tp_new = Runner_new,
+    .tp_free = PyObject_GC_Del,
+};
 
 /* register(cls): the subclass that wrap() builds. */
 static PyObject *
@@ -1278,7 +1429,8 @@ static struct PyModuleDef speedups_module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    if (PyType_Ready(&ArrayBaseType) < 0 || PyType_Ready(&DispatchBaseType) < 0) {
+    if (PyType_Ready(&ArrayBaseType) < 0 || PyType_Ready(&DispatchBaseType) < 0 ||
+            PyType_Ready(&RunnerType) < 0) {
         return NULL;
     }
     str_ctx = PyUnicode_InternFromString("ctx");
@@ -1286,10 +1438,12 @@ PyInit__speedups(void)
     str_call = PyUnicode_InternFromString("_call");
     str_is_deleted = PyUnicode_InternFromString("is_deleted");
     str_dtype = PyUnicode_InternFromString("dtype");
+    str_consume = PyUnicode_InternFromString("consume_with_handlers");
     str_shape = PyUnicode_InternFromString("shape");
     empty_kwargs = PyDict_New();
     if (str_ctx == NULL || str_trace == NULL || str_call == NULL || str_is_deleted == NULL ||
-            str_dtype == NULL || str_shape == NULL || empty_kwargs == NULL) {
+            str_dtype == NULL || str_shape == NULL || str_consume == NULL ||
+            empty_kwargs == NULL) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&speedups_module);
@@ -1305,6 +1459,12 @@ PyInit__speedups(void)
     Py_INCREF(&DispatchBaseType);
     if (PyModule_AddObject(m, "DispatchBase", (PyObject *)&DispatchBaseType) < 0) {
         Py_DECREF(&DispatchBaseType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&RunnerType);
+    if (PyModule_AddObject(m, "Runner", (PyObject *)&RunnerType) < 0) {
+        Py_DECREF(&RunnerType);
         Py_DECREF(m);
         return NULL;
     }

@@ -114,6 +114,33 @@ def test_array_fields_and_construction():
     assert not hasattr(x, "__dict__")  # fields only: no per-instance dict
 
 
+@needs_speedups
+def test_runner_runs_executables_as_the_python_closure():
+    from minijax.runtime.executable import Executable
+    from minijax.tree_util import tree_structure
+    c = minijax.jit(lambda a, b: (a * b, {"s": a + b})).lower(jnp.ones(3), jnp.ones(3)).compile()
+    exe: Executable = c.executable
+    x, y = jnp.arange(3.0), jnp.full(3, 2.0)
+    tree = tree_structure((0, {"s": 0}))
+    run = exe.runner(tree)
+    assert type(run) is speedups.Runner
+    out = run([x._buf, y._buf])
+    np.testing.assert_array_equal(np.asarray(out[0]), [0, 2, 4])
+    np.testing.assert_array_equal(np.asarray(out[1]["s"]), [2, 3, 4])
+    assert type(out[0]) is Array and out[0].aval is exe.out_avals[0]
+    short = speedups.Runner(exe.loaded.execute_sharded, exe._handlers[:1],
+                            tuple(exe.out_avals[:1]), None)
+    with pytest.raises(ValueError, match="Mismatch"):  # jaxlib's error passes through
+        short([x._buf, y._buf])
+    with pytest.raises(TypeError, match="exactly one argument"):
+        run([x._buf, y._buf], 1)
+    for bad in [(None, [], (), None), (len, [], (1,), None), (len, [1], (1,), 5)]:
+        with pytest.raises(TypeError, match="Runner"):
+            speedups.Runner(*bad)
+    with pytest.raises(Exception):  # jaxlib's own error for a wrong argument count
+        run([x._buf])
+
+
 def test_dispatch_fast_path_matches_slow_path():
     f = minijax.jit(lambda a, b: a * b + 1.0)
     a, b = jnp.arange(4.0), jnp.ones(4)
