@@ -102,7 +102,8 @@ class RuleContext:
         arr = np.asarray(value)
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
-        if not arr.ndim and type(shape) is tuple:  # a scalar: its aval and text made once
+        if not arr.ndim and type(shape) is tuple and arr.dtype.kind != "O":
+            # a scalar (its bytes are its value): its aval and text made once
             key = (arr.dtype, arr.tobytes(), shape)
             made = _scalar_constants.get(key)
             if made is None:
@@ -206,7 +207,7 @@ _splats = MemoCache("minijax_memo_cache_size")  # (scalar's value, shape, dtype)
 
 def _const_value(ctx_fn: FunctionBuilder, x: Any, aval: ShapedArray) -> Value:
     arr = np.asarray(x)
-    if arr.ndim:
+    if arr.ndim or arr.dtype.kind == "O":  # (an object's bytes are not its value)
         return ctx_fn.op("stablehlo.constant", [], aval, {"value": dense_elements(arr, aval)})
     key = (aval.shape, aval.dtype, arr.dtype, arr.tobytes())
     attrs = _scalar_constants.get(key)
