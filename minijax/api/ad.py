@@ -15,6 +15,8 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.trace import DebugInfo, eval_jaxpr, get_aval, trace_to_jaxpr
 from minijax.core.traceback_util import api_boundary
+from minijax.api.naming import GRAD_DOC, VALUE_AND_GRAD_DOC, index_or_tuple, wraps
+from minijax.stages.common import fun_name
 from minijax.lax.convert import convert_element_type
 from minijax.runtime.transfer import device_put
 from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass, instantiate, jvp_flat,
@@ -92,7 +94,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         # aux values are extra (non-differentiated) outputs, so they come out concrete.
         return leaves + aux_leaves
 
-    outs, lin, residuals = linearize_flat(flat_fun, p_flat, getattr(fun, "__name__", "fun"))
+    outs, lin, residuals = linearize_flat(flat_fun, p_flat, fun_name(fun))
     out_tree, n_out = box[0]
     outs, aux_vals = outs[:n_out], outs[n_out:]
     # The pullback is a Partial whose leaves are the residuals, so it is a pytree that can
@@ -276,9 +278,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             return (out, res[2]), g
         return out, g
 
-    vg.__name__ = f"value_and_grad({getattr(fun, '__name__', 'fun')})"
-    vg.__wrapped__ = fun  # so signature-based argument names follow the user's function
-    return api_boundary(vg)
+    # named as ``fun`` (so signature-based argument names follow the user's function)
+    return wraps(fun, VALUE_AND_GRAD_DOC, argnums=index_or_tuple(argnums))(api_boundary(vg))
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -298,9 +299,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             return gr, aux
         return res[1]
 
-    g.__name__ = f"grad({getattr(fun, '__name__', 'fun')})"
-    g.__wrapped__ = fun
-    return api_boundary(g)
+    return wraps(fun, GRAD_DOC, argnums=argnums)(api_boundary(g))
 
 
 def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
@@ -319,7 +318,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
         return leaves, None
 
     jaxpr, consts, _ = trace_to_jaxpr(flat_fun, in_avals,
-                                      DebugInfo("linear_transpose", _fun_name(fun), None))
+                                      DebugInfo("linear_transpose", fun_name(fun), None))
     out_tree = box[0]
     out_avals = [v.aval for v in jaxpr.outvars]
     in_dt, out_dt = [a.dtype for a in in_avals], [a.dtype for a in out_avals]
@@ -361,10 +360,6 @@ class _TransposeSpec:
         in_cts = [_as_array(instantiate(Zero(tangent_aval(a)) if c is None else c))
                   for c, a in zip(in_cts, self.in_avals)]
         return tree_unflatten(self.in_tree, in_cts)
-
-
-def _fun_name(fun) -> str:
-    return getattr(fun, "__name__", "fun")
 
 
 def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,

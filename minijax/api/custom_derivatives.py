@@ -26,6 +26,7 @@ from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, _state,
                                 eval_jaxpr, get_aval, trace_to_jaxpr, use_trace)
 from minijax.core.traceback_util import api_boundary
 from minijax.api.vmap import vmap
+from minijax.api.naming import wraps
 from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, instantiate,
                                    is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
                                    transpose_jaxpr)
@@ -558,8 +559,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
     (``jax.checkpoint`` / ``jax.remat``)."""
     static = tuple(static_argnums)
 
+    @wraps(fun)
     @api_boundary
-    @functools.wraps(fun)
     def wrapped(*args):
         tr = _trace_fun(fun, args, static)  # static arguments stay Python values
         outs = checkpoint_p.bind(*tr.consts, *tr.flat, jaxpr=tr.closed, prevent_cse=prevent_cse,

@@ -14,6 +14,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.core.traceback_util import api_boundary
+from minijax.api.naming import JACOBIAN_DOC, index_or_tuple, wraps
 from minijax.api.ad import _argnums_tuple, check_input_dtype, check_output_dtype, jvp, vjp
 from minijax.api.vmap import vmap
 from minijax.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -118,7 +119,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             arg_tree, [_cast_like(b, o) for b in _split_last(j, in_leaves, False)]), y, jac)
         return (jac, aux) if has_aux else jac
 
-    return api_boundary(jacfun)
+    return wraps(fun, JACOBIAN_DOC, argnums=index_or_tuple(argnums))(api_boundary(jacfun))
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -153,7 +154,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         jac = tree_unflatten(out_tree, [tree_unflatten(arg_tree, b) for b in blocks])
         return (jac, res[2]) if has_aux else jac
 
-    return api_boundary(jacfun)
+    return wraps(fun, JACOBIAN_DOC, argnums=index_or_tuple(argnums))(api_boundary(jacfun))
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

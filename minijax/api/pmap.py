@@ -18,7 +18,6 @@ an outer ``pmap``), ``pmap(f)`` computes the same values as
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -33,7 +32,8 @@ from minijax.lowering.lower import lower_module
 from minijax.runtime.backend import get_backend
 from minijax.runtime.replicated import ReplicatedExecutable, compile_replicated
 from minijax.runtime.transfer import put_numpy
-from minijax.stages.common import abstractify, as_tuple, fun_name, result_names
+from minijax.stages.common import (abstractify, as_tuple, fun_name, module_name, result_names,
+                                   wraps)
 from minijax.tree_util import tree_flatten
 
 __all__ = ["pmap"]
@@ -75,7 +75,7 @@ class Pmapped:
 
     def __init__(self, fun: Callable, axis_name, in_axes, out_axes,
                  static_broadcasted_argnums, devices, backend):
-        functools.update_wrapper(self, fun)
+        wraps(fun)(self)
         self._fun = fun
         self._name = fun_name(fun)
         self._axis_name = axis_name
@@ -211,7 +211,7 @@ class Pmapped:
         with extend_axis_env(env):
             entry, _ = wrapped._entry(self._merge(statics, dyn), kwargs, allow_shape_dtype=True)
         with gc_paused():
-            text = lower_module(entry.closed, module_name=f"pmap_{_safe(self._name)}",
+            text = lower_module(entry.closed, module_name=module_name(self._name, "pmap"),
                                 name_prefix=f"pmap({self._name})", arg_names=entry.arg_names,
                                 result_names=result_names(entry.out_paths),
                                 num_replicas=size, axis_env=env)
@@ -251,10 +251,6 @@ class Pmapped:
         shape = aval.shape[:ax] + (len(shards),) + aval.shape[ax:]
         return from_shards(pieces, devices, ShapedArray(shape, aval.dtype, aval.weak_type),
                            sharding)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
 
 
 def pmap(fun: Callable, axis_name=None, *, in_axes: Any = 0, out_axes: Any = 0,

@@ -11,6 +11,7 @@ import numpy as np
 from minijax.core.aval import canonicalize_dim
 from minijax.core.trace import _state, get_aval, use_trace
 from minijax.core.traceback_util import api_boundary
+from minijax.api.naming import vmap_doc, wraps
 from minijax.transforms.batching import BatchTrace, BatchTracer, bdim_at
 from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -46,7 +47,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
                         f"corresponding to the positional arguments passed to the function, "
                         f"but got {in_axes}.")
 
-    def vmapped(*args, **kwargs):
+    def vmap_f(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
                              f"corresponding to the positional arguments passed to the "
@@ -89,9 +90,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
             results.append(_as_array(bdim_at(v, d, size, oax % rank)))
         return tree_unflatten(out_tree, results)
 
-    vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
-    vmapped.__wrapped__ = fun
-    return api_boundary(vmapped)
+    return wraps(fun, vmap_doc(fun))(api_boundary(vmap_f))
 
 
 def _as_array(x):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
-from typing import Any
-from collections.abc import Sequence
+import re
+from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -65,14 +67,57 @@ def result_names(paths: Sequence[tuple]) -> list[str]:
     return ["result" + keystr(p) for p in paths]
 
 
-def fun_name(fun) -> str:
-    name = getattr(fun, "__name__", None) or type(fun).__name__
-    return name if name != "<lambda>" else "<lambda>"
+F = TypeVar("F", bound=Callable)
 
 
-def module_name(name: str) -> str:
-    safe = "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
-    return f"jit_{safe}"
+def fun_name(fun, default: str = "<unnamed function>") -> str:
+    """A callable's ``__name__`` as jax reads it: a ``functools.partial`` gives its
+    function's name, any other nameless callable ``default``."""
+    name = getattr(fun, "__name__", None)
+    if name is not None:
+        return name
+    if isinstance(fun, functools.partial):
+        return fun_name(fun.func, default)
+    return default
+
+
+def wraps(wrapped: Callable, docstr: str | None = None, **fields) -> Callable[[F], F]:
+    """Like ``functools.wraps``, but the docstring is ``docstr`` formatted with ``fun``
+    (the wrapped function's name), ``doc`` (its docstring) and ``fields``.
+
+    Attributes are set one by one and a failure (an object that refuses an attribute, a
+    docstring that does not format) leaves the rest unset, as jax's helper does.
+    """
+    def decorate(fun: F) -> F:
+        try:
+            name = fun_name(wrapped)
+            doc = getattr(wrapped, "__doc__", "") or ""
+            fun.__dict__.update(getattr(wrapped, "__dict__", {}))
+            fun.__annotations__ = getattr(wrapped, "__annotations__", {})
+            fun.__name__ = name
+            fun.__module__ = getattr(wrapped, "__module__", "<unknown module>")
+            fun.__doc__ = doc if docstr is None else docstr.format(fun=name, doc=doc, **fields)
+            fun.__qualname__ = getattr(wrapped, "__qualname__", name)
+            fun.__wrapped__ = wrapped  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - best effort, as functools.wraps for odd callables
+            pass
+        return fun
+    return decorate
+
+
+_NOT_IN_NAME = re.compile(r"[^\w.-]")
+
+
+def sanitize_name(name: str) -> str:
+    """``name`` usable as an MLIR/HLO module name: every character outside
+    ``[\\w.-]`` becomes ``_`` (as jax does)."""
+    return _NOT_IN_NAME.sub("_", name)
+
+
+def module_name(name: str, transform: str = "jit") -> str:
+    """jax's module name for ``transform(name)``: ``jit(<lambda>)`` is ``jit__lambda``,
+    ``jit(loss)`` is ``jit_loss`` (sanitized, trailing underscores dropped)."""
+    return sanitize_name(f"{transform}({name})").rstrip("_")
 
 
 def short_types(avals: Sequence[ShapedArray]) -> str:

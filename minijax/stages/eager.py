@@ -10,7 +10,7 @@ from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.lru import LRUCache
 from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
-from minijax.stages.common import abstractify, call_device, raise_if_deleted
+from minijax.stages.common import abstractify, call_device, module_name, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
 from minijax.stages.sharded import Placement, interned_ids, sharding_attrs, to_buffers
 from minijax.stages.compiler import compile_module
@@ -50,7 +50,7 @@ def _build(prim, avals, params, device=None):
     closed = ClosedJaxpr(Jaxpr([], invars, outvars, [eqn]), [])
     extra = (sharding_attrs(device, avals, out_list) if isinstance(device, Placement)
              else {})  # sharded arguments: partitioned over their devices
-    text = lower_module(closed, module_name=f"jit_{prim.name}", name_prefix=f"jit({prim.name})",
+    text = lower_module(closed, module_name=module_name(prim.name), name_prefix=f"jit({prim.name})",
                         **extra)
     return compile_module(text, out_list, name=prim.name, device=device)
 

@@ -41,7 +41,7 @@ from minijax.runtime.array import Array
 from minijax.stages.cache import EXECUTABLES
 from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
                                    argnums_tuple, call_device, check_argnames, check_argnums,
-                                   fun_name, raise_if_deleted)
+                                   fun_name, raise_if_deleted, wraps)
 from minijax.runtime.transfer import PY_SCALAR_TYPES, record_numpy_specs, scalar_specs
 from minijax.stages.dispatch import DispatchBase, flat_key, make_constants, mark_donated
 from minijax.stages.entry import TraceEntry, used_inputs
@@ -156,7 +156,7 @@ class Wrapped(DispatchBase):
                  device=None, backend=None, in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r}")
-        functools.update_wrapper(self, fun)
+        wraps(fun)(self)  # named as jax names it: ``jit(C())`` is '<unnamed function>'
         self._fun = fun
         self._name = fun_name(fun)
         self._inline = inline

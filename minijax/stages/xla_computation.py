@@ -25,7 +25,7 @@ from minijax.core.traceback_util import api_boundary, user_stacklevel
 from minijax.lowering import mlir
 from minijax.lowering.lower import lower_module
 from minijax.lowering.types import string_attr
-from minijax.stages.common import as_tuple, fun_name, result_names
+from minijax.stages.common import as_tuple, fun_name, module_name, result_names
 from minijax.tree_util import tree_flatten
 
 __all__ = ["XlaComputation", "xla_computation"]
@@ -222,7 +222,7 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
     static_nums = as_tuple(static_argnums)
     donate_nums = as_tuple(donate_argnums)
     name = fun_name(fun)
-    safe = "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
+    mod_name = module_name(name, "xla_computation")
 
     @functools.wraps(fun)
     def computation_maker(*args, **kwargs):
@@ -267,7 +267,7 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
         res_names = result_names(entry.out_paths)
         with gc_paused():
             text = lower_module(
-                closed, module_name=f"xla_computation_{safe}",
+                closed, module_name=mod_name,
                 name_prefix=f"xla_computation({name})", arg_names=entry.arg_names,
                 result_names=res_names, arg_attrs=[", ".join(a) for a in arg_attrs],
                 result_attrs=res_attrs, axis_env=env,
@@ -275,7 +275,7 @@ def xla_computation(fun: Callable, static_argnums: int | Iterable[int] = (),
         use_tuple = len(in_avals) > _TUPLE_ARGS_THRESHOLD if tuple_args is None \
             else bool(tuple_args)
         built = mlir.to_xla_computation(text, tuple_args=use_tuple, return_tuple=True)
-        comp = XlaComputation(built, closed, f"xla_computation_{safe}", text,
+        comp = XlaComputation(built, closed, mod_name, text,
                               entry.arg_names, res_names)
         if not return_shape:
             return comp

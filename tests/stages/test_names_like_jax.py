@@ -1,0 +1,116 @@
+"""Names a jax program can print: module names of lowered and compiled code, and the
+``__name__``/``__qualname__``/``__doc__``/``__module__``/``__wrapped__`` of the callables
+the transformations return, compared with jax 0.10.2 on the same functions."""
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+import minijax
+
+
+def loss(x, y=1.0):
+    """Loss doc."""
+    return (x * y).sum()
+
+
+def _plain(x):
+    return x * 2.0
+
+
+class _Callable:
+    """A callable object without a ``__name__``."""
+
+    def __call__(self, x):
+        return x * 2.0
+
+
+def _first_line(text: str) -> str:
+    return text.split("\n", 1)[0].split(",", 1)[0].split(" attributes", 1)[0]
+
+
+FUNS = {
+    "lambda": lambda x: x * 2.0,
+    "named": _plain,
+    "partial": functools.partial(_plain),
+    "callable object": _Callable(),
+    "grad": lambda m: m.grad(loss),
+    "vmap": lambda m: m.vmap(_plain),
+    "checkpoint": lambda m: m.checkpoint(_plain),
+    "jacfwd": lambda m: m.jacfwd(loss),
+}
+
+
+def _fun(m, kind):
+    f = FUNS[kind]
+    return f(m) if kind in ("grad", "vmap", "checkpoint", "jacfwd") else f
+
+
+@pytest.mark.parametrize("kind", list(FUNS))
+def test_module_names_match_jax(kind):
+    x = np.arange(3, dtype=np.float32)
+    names = []
+    for m in (minijax, jax):
+        lowered = m.jit(_fun(m, kind)).lower(x)
+        names.append((_first_line(lowered.as_text()), _first_line(lowered.as_text("hlo")),
+                      _first_line(lowered.compile().as_text())))
+    assert names[0] == names[1]
+
+
+def test_module_name_examples():
+    x = np.float32(1.0)
+    assert minijax.jit(lambda x: x).lower(x).as_text().startswith("module @jit__lambda ")
+    assert minijax.jit(minijax.grad(loss)).lower(x).as_text().startswith("module @jit_loss ")
+
+
+def _attrs(g):
+    return (getattr(g, "__name__", None), getattr(g, "__qualname__", None),
+            getattr(g, "__module__", None), getattr(g, "__doc__", None))
+
+
+TRANSFORMS = ["grad", "value_and_grad", "vmap", "jacfwd", "jacrev", "jacobian", "hessian",
+              "checkpoint", "remat", "jit", "pmap", "custom_jvp", "custom_vjp"]
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+@pytest.mark.parametrize("fun", [loss, _Callable(), functools.partial(loss, y=2.0)],
+                         ids=["function", "callable", "partial"])
+def test_transformed_callables_are_named_like_jax(name, fun):
+    if name in ("custom_jvp", "custom_vjp") and not hasattr(fun, "__name__"):
+        pytest.skip("jax's custom_jvp/custom_vjp need a __name__")
+    ours, theirs = getattr(minijax, name)(fun), getattr(jax, name)(fun)
+    assert _attrs(ours) == _attrs(theirs)
+    assert (getattr(ours, "__wrapped__", None) is fun) == \
+        (getattr(theirs, "__wrapped__", None) is fun)
+
+
+def test_docstrings_follow_argnums_like_jax():
+    for name, argnums in [("grad", (0, 1)), ("value_and_grad", [1]), ("jacrev", 1),
+                          ("jacfwd", [0, 1])]:
+        ours = getattr(minijax, name)(loss, argnums=argnums)
+        theirs = getattr(jax, name)(loss, argnums=argnums)
+        assert ours.__doc__ == theirs.__doc__, name
+
+
+def test_vmap_doc_with_braces_like_jax():
+    def f(x):
+        """Uses {braces} in its doc."""
+        return x
+    assert _attrs(minijax.vmap(f)) == _attrs(jax.vmap(f))
+
+
+def test_transformed_names_reach_jaxprs_like_jax():
+    x = np.float32(3.0)
+    ours = minijax.make_jaxpr(minijax.jit(minijax.grad(loss)))(x)
+    theirs = jax.make_jaxpr(jax.jit(jax.grad(loss)))(x)
+    assert ours.eqns[0].params["name"] == theirs.eqns[0].params["name"] == "loss"
+    ours = minijax.make_jaxpr(minijax.jit(minijax.vmap(_plain)))(np.ones(2, np.float32))
+    assert ours.eqns[0].params["name"] == "_plain"
+
+
+def test_signature_follows_the_wrapped_function():
+    import inspect
+    for t in ("grad", "value_and_grad", "vmap", "jacrev", "checkpoint"):
+        assert list(inspect.signature(getattr(minijax, t)(loss)).parameters) == ["x", "y"], t
