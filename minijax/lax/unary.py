@@ -12,11 +12,11 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
-from minijax.core.trace import Primitive
+from minijax.core.trace import Primitive, get_aval
 from minijax.lax import binary as _b
 from minijax.lax._util import check_dtype, const_like, type_error, unary_primitive
 from minijax.lax.dot_algorithm import AccuracyMode, Tolerance
-from minijax.transforms.ad import defjvp, defjvp2, deflinear, defjvp_zero
+from minijax.transforms.ad import Zero, defjvp, defjvp2, deflinear, defjvp_zero, tangent_aval
 from minijax.transforms.batching import def_elementwise_batch
 
 neg_p = unary_primitive("neg", "stablehlo.negate", "fciu")
@@ -286,9 +286,19 @@ def _abs_jvp(t, x):
 
 
 defjvp(abs_p, _abs_jvp)
-defjvp(integer_pow_p, lambda t, x, *, y: (
-    _b.mul(t, _const_like(x, 0)) if y == 0 else
-    _b.mul(t, _b.mul(_const_like(x, y), integer_pow(x, y - 1) if y != 1 else _const_like(x, 1)))))
+
+
+def _integer_pow_jvp(t, x, *, y: int):
+    # As jax: no equation for the constant x**0 or for x**1, and x * 2 for y == 2, so
+    # grad(lambda x: x ** 2) is ``mul 2.0 x`` with no ``integer_pow[y=1]``.
+    if y == 0:
+        return Zero(tangent_aval(get_aval(t)))
+    if y == 1:
+        return t
+    return _b.mul(t, _b.mul(_const_like(x, y), x if y == 2 else integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
 defjvp(square_p, lambda t, x: _b.mul(t, _b.mul(_const_like(x, 2), x)))
 for _p in (sign_p, floor_p, ceil_p, round_p, not_p, is_finite_p):
     defjvp_zero(_p)

@@ -61,6 +61,8 @@ def zeros_like_aval(aval: ShapedArray):
     if aval.dtype == dtypes.float0:
         return np.zeros(aval.shape, dtypes.float0)
     zero = dtypes.scalar_const(0, aval.dtype, aval.weak_type)
+    if not aval.shape:  # a scalar zero is a literal, as in jax's jaxprs
+        return zero
     return broadcast_in_dim_p.bind(zero, broadcast_dimensions=(),
                                    shape=aval.shape, sharding=None)
 
