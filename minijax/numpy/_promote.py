@@ -104,21 +104,29 @@ def broadcast_to_shape(x, shape: tuple):
     return lax.broadcast_in_dim(x, shape, tuple(nlead + i for i in keep))
 
 
-def broadcast_arrays(*args, fname: str | None = None):
+def broadcast_arrays(*args, fname: str | None = None, inputs=None):
     """Broadcast to a common shape; rank-0 operands stay rank-0 (lax broadcasts them).
-    With ``fname``, operands of different ranks follow ``jax_numpy_rank_promotion``."""
+    With ``fname``, operands of different ranks follow ``jax_numpy_rank_promotion``;
+    ``inputs`` are the operands ``fname`` was called with (before dtype promotion)."""
     shapes = [get_aval(x).shape for x in args]
     nonscalar = [s for s in shapes if s]
     if not nonscalar or all(s == nonscalar[0] for s in nonscalar):
         return list(args)
     if fname is not None and len({len(s) for s in nonscalar}) > 1:
-        _rank_promotion(fname, shapes)
+        _rank_promotion(fname, shapes, args if inputs is None else inputs)
     shape = broadcast_shapes(*shapes)
     return [x if s == () or s == shape else broadcast_to_shape(x, shape)
             for x, s in zip(args, shapes)]
 
 
-def _rank_promotion(fname: str, shapes) -> None:
+# The (function, operand types) whose rank promotion has been warned about. jax warns
+# when it traces a numpy function, and each function's traces are cached by operand
+# types: one warning per combination (eager, under jit, vmap or grad alike) until
+# ``clear_caches``.
+_rank_warned = MemoCache("minijax_memo_cache_size")
+
+
+def _rank_promotion(fname: str, shapes, inputs) -> None:
     """Implicit rank promotion: fine, a warning or a ValueError, as the
     ``jax_numpy_rank_promotion`` option says (``allow``, ``warn``, ``raise``)."""
     mode = config.minijax_numpy_rank_promotion
@@ -129,6 +137,11 @@ def _rank_promotion(fname: str, shapes) -> None:
         raise ValueError(f"Operands could not be broadcast together for {fname} on shapes "
                          f"{shown} and with the config option "
                          f"jax_numpy_rank_promotion='raise'.")
+    avals = [get_aval(x) for x in inputs]
+    key = (fname, *[(a.shape, a.dtype, a.weak_type) for a in avals])
+    if key in _rank_warned:
+        return
+    _rank_warned[key] = True
     warnings.warn(f"Following NumPy automatic rank promotion for {fname} on shapes {shown}. "
                   f"Set the jax_numpy_rank_promotion config option to 'allow' to disable "
                   f"this warning.", stacklevel=3)
@@ -141,7 +154,7 @@ def promote_args(fname: str, *args):
     planned = _replay(_PROMOTE, fname, args)
     if planned is not None:
         return planned
-    return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)), fname=fname)
+    return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)), fname=fname, inputs=args)
 
 
 def promote_args_inexact(fname: str, *args):
@@ -153,14 +166,16 @@ def promote_args_inexact(fname: str, *args):
     planned = _replay(_INEXACT, fname, args)
     if planned is not None:
         return planned
-    return broadcast_arrays(*promote_dtypes_inexact(*_check_args(fname, args)), fname=fname)
+    return broadcast_arrays(*promote_dtypes_inexact(*_check_args(fname, args)), fname=fname,
+                            inputs=args)
 
 
 def promote_args_numeric(fname: str, *args):
     planned = _replay(_NUMERIC, fname, args)
     if planned is not None:
         return planned
-    return broadcast_arrays(*promote_dtypes_numeric(*_check_args(fname, args)), fname=fname)
+    return broadcast_arrays(*promote_dtypes_numeric(*_check_args(fname, args)), fname=fname,
+                            inputs=args)
 
 
 # ---- promotion plans ------------------------------------------------------------------
@@ -238,7 +253,7 @@ def _make_plan(kind: int, args: tuple):
     if nonscalar and any(s != nonscalar[0] for s in nonscalar):
         if (len({len(s) for s in nonscalar}) > 1
                 and config.minijax_numpy_rank_promotion != "allow"):
-            return None  # warns or raises, naming the function: every time
+            return None  # warns (once per operand types) or raises, naming the function
         try:
             shape = broadcast_shapes(*shapes)
         except ValueError:

@@ -11,7 +11,8 @@ from minijax.core import dtypes
 from minijax.core.trace import get_aval, is_python_scalar
 from minijax.numpy import _c99
 from minijax.numpy._promote import (_check_args, promote_args, promote_args_inexact,
-                                    promote_args_numeric, promote_dtypes_inexact, convert,
+                                    promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
+                                    convert,
                                     result_type_of)
 # Called eagerly on device arrays, a @fused function is one cached, jitted program;
 # anywhere else it is a plain call (see minijax.stages.eager.Fused).
@@ -466,7 +467,8 @@ def full_like_bool(x, value: bool):
 def where_(cond, x, y):
     """``x`` where ``cond`` else ``y``, with promotion and broadcasting."""
     cond = _to_bool(cond)
-    x, y = promote_args("where", x, y)
+    # dtype promotion only: jax's where broadcasts without the rank-promotion check
+    x, y = promote_dtypes(*_check_args("where", (x, y)))
     cond, x, y = _broadcast3(cond, x, y)
     return lax.select(cond, x, y)
 
