@@ -175,16 +175,40 @@ def linearize(fun: Callable, *primals):
         return leaves
 
     outs, lin, residuals = linearize_flat(flat_fun, p_flat)
+    # As in jax, f_jvp is a Partial whose leaves are the residuals: a pytree that can be
+    # passed to and returned from jit.
+    spec = _LinearizedSpec(lin, p_tree, box[0], [get_aval(p) for p in p_flat])
+    return tree_unflatten(box[0], outs), Partial(spec, *residuals)
 
-    def f_jvp(*tangents):
+
+def _long(aval) -> str:
+    """``float32[2,3]``: an aval as jax's messages show it."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+class _LinearizedSpec:
+    """The static part of the function ``linearize`` returns: the linear jaxpr, the
+    primal avals and the trees."""
+
+    def __init__(self, lin, p_tree, out_tree, p_avals):
+        self.lin, self.p_tree, self.out_tree, self.p_avals = lin, p_tree, out_tree, p_avals
+
+    @api_boundary
+    def __call__(self, *args):
+        n_res = len(self.lin.constvars)
+        residuals, tangents = args[:n_res], args[n_res:]
         t_flat, t_tree = tree_flatten(tangents)
-        if t_tree != p_tree:
-            raise TypeError(f"linearized function expected tangents with tree {p_tree}, "
+        if t_tree != self.p_tree:
+            raise TypeError(f"linearized function expected tangents with tree {self.p_tree}, "
                             f"got {t_tree}")
-        out = eval_jaxpr(lin, residuals, *t_flat)
-        return tree_unflatten(box[0], out)
-
-    return tree_unflatten(box[0], outs), api_boundary(f_jvp)
+        for t, p in zip(t_flat, self.p_avals):
+            got, want = get_aval(t), tangent_aval(p)
+            if got.shape != want.shape or got.dtype != want.dtype:
+                raise ValueError(f"linearized function called on tangent values inconsistent "
+                                 f"with the original primal values:\nGot tangent aval "
+                                 f"{_long(got)} for primal aval {_long(p)} but expected "
+                                 f"{_long(want)}.")
+        return tree_unflatten(self.out_tree, eval_jaxpr(self.lin, residuals, *t_flat))
 
 
 def with_args_at(fun: Callable, args: Sequence, nums: Sequence[int],

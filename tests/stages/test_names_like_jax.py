@@ -114,3 +114,23 @@ def test_signature_follows_the_wrapped_function():
     import inspect
     for t in ("grad", "value_and_grad", "vmap", "jacrev", "checkpoint"):
         assert list(inspect.signature(getattr(minijax, t)(loss)).parameters) == ["x", "y"], t
+
+
+def test_linearize_returns_a_partial_like_jax():
+    def f(x):
+        return (np.float32(2.0) * x * x).sum()
+    x = np.linspace(0.5, 1.5, 3, dtype=np.float32)
+    results = []
+    for m in (minijax, jax):
+        y, f_jvp = m.linearize(f, x)
+        assert type(f_jvp).__name__ == "Partial" and not hasattr(f_jvp, "__name__")
+        through_jit = m.jit(lambda g, t: g(t))(f_jvp, x)  # a pytree argument
+        errors = []
+        for bad in (np.ones(3, np.int32), np.ones(4, np.float32)):
+            with pytest.raises(ValueError) as e:
+                f_jvp(bad)
+            errors.append(str(e.value))
+        with pytest.raises(TypeError):
+            f_jvp(x, x)
+        results.append((float(y), float(f_jvp(x)), float(through_jit), errors))
+    assert results[0] == results[1]
