@@ -190,7 +190,12 @@ def put_scalar(x: Any) -> tuple[int, Any] | None:
     """``(id of its aval, a fresh device buffer)`` for a Python bool/int/float from
     ``SCALAR_SPECS``; None when there is no spec or the value does not fit its dtype
     (the dispatchers then take the full path, which reports it)."""
-    spec = SCALAR_SPECS.get(type(x))
+    return _put_with_spec(SCALAR_SPECS.get(type(x)), x)
+
+
+def _put_with_spec(spec: tuple | None, x: Any) -> tuple[int, Any] | None:
+    """``(aval id, fresh buffer)`` for ``x`` put as a ``SCALAR_SPECS``/``NUMPY_SPECS``
+    value says; None without a spec or when the put fails."""
     if spec is None:
         return None
     aval_id, put, aval, s, devices, semantics, x64 = spec
@@ -238,14 +243,7 @@ def record_numpy_specs(leaves: Sequence[Any]) -> None:
 def put_numpy_arg(x: Any) -> tuple[int, Any] | None:
     """``(id of its aval, a fresh device buffer)`` for a NumPy array or scalar with a
     ``NUMPY_SPECS`` entry, else None (what the C dispatcher does)."""
-    spec = NUMPY_SPECS.get((x.dtype, x.shape))
-    if spec is None:
-        return None
-    aval_id, put, aval, s, devices, semantics, x64 = spec
-    try:
-        return aval_id, put(aval, s, [x], devices, False, False, semantics, x64)
-    except Exception:
-        return None
+    return _put_with_spec(NUMPY_SPECS.get((x.dtype, x.shape)), x)
 
 
 def _drop_constants(_value) -> None:
