@@ -27,6 +27,7 @@ from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, _state,
 from minijax.core.traceback_util import api_boundary
 from minijax.api.vmap import vmap
 from minijax.api.naming import wraps
+from minijax.stages.common import fun_name
 from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, instantiate,
                                    is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
                                    transpose_jaxpr)
@@ -104,7 +105,22 @@ def _lower_inline(ctx, *args, call_jaxpr, **_):
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
 custom_jvp_call_p.def_lowering(_lower_inline)
-custom_jvp_call_p.pp_params = lambda p: {"name": p["name"], "call_jaxpr": p["call_jaxpr"]}
+
+
+def _rule_pp(params: dict, rules: tuple[str, ...]) -> dict:
+    """Params as jax prints a custom_jvp/custom_vjp call: ``name``, then sorted, the jaxpr,
+    the rules by their functions' names, ``num_consts`` when nonzero and
+    ``symbolic_zeros``."""
+    shown = {"call_jaxpr": params["call_jaxpr"]}
+    for k in rules:
+        shown[k] = fun_name(params[k])
+    if params.get("num_consts"):
+        shown["num_consts"] = params["num_consts"]
+    shown["symbolic_zeros"] = getattr(params[rules[0]], "symbolic_zeros", False)
+    return {"name": params["name"], **dict(sorted(shown.items()))}
+
+
+custom_jvp_call_p.pp_params = lambda p: _rule_pp(p, ("jvp",))
 
 
 class custom_jvp:
@@ -116,10 +132,12 @@ class custom_jvp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
         self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
         return jvp
 
     def defjvps(self, *jvps: Callable | None) -> None:
@@ -191,6 +209,8 @@ class custom_jvp:
             return out_flat, tout_flat
 
         jvp_flat.out_tree = box
+        jvp_flat.__name__ = fun_name(user_jvp)  # jaxprs show the user's rule
+        jvp_flat.symbolic_zeros = self.symbolic_zeros
         return jvp_flat
 
 
@@ -259,7 +279,7 @@ custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
 custom_vjp_call_p.def_lowering(_lower_inline)
 custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: _run(call_jaxpr, args))
-custom_vjp_call_p.pp_params = lambda p: {"name": p["name"], "call_jaxpr": p["call_jaxpr"]}
+custom_vjp_call_p.pp_params = lambda p: _rule_pp(p, ("fwd", "bwd"))
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
@@ -282,11 +302,13 @@ class custom_vjp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
         """``fwd(*args) -> (out, residuals)``; ``bwd(residuals, ct_out) -> tuple of cts``."""
         self.fwd = fwd
         self.bwd = bwd
+        self.symbolic_zeros = symbolic_zeros
 
     @api_boundary
     def __call__(self, *args):
@@ -352,6 +374,8 @@ class custom_vjp:
                                 f"{n_diff} (one per differentiable argument); got {len(res)}")
             return _bwd_cotangents(name, res, in_avals, in_tree)
 
+        fwd_flat.__name__, bwd_flat.__name__ = fun_name(fwd), fun_name(bwd)  # for jaxprs
+        fwd_flat.symbolic_zeros = self.symbolic_zeros
         return fwd_flat, bwd_flat, box
 
 
@@ -437,8 +461,8 @@ custom_lin_p.def_transpose(_custom_lin_transpose)
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
 checkpoint_p.def_impl(lambda *args, jaxpr, **_: _run(jaxpr, args))
-checkpoint_p.pp_params = lambda p: {"jaxpr": p["jaxpr"], "prevent_cse": p["prevent_cse"],
-                                    "policy": p["policy"]}
+checkpoint_p.pp_params = lambda p: {"jaxpr": p["jaxpr"], "policy": p["policy"],
+                                    "prevent_cse": p["prevent_cse"]}  # sorted, as jax
 
 
 @checkpoint_p.def_lowering

@@ -134,3 +134,50 @@ def test_linearize_returns_a_partial_like_jax():
             f_jvp(x, x)
         results.append((float(y), float(f_jvp(x)), float(through_jit), errors))
     assert results[0] == results[1]
+
+
+def _custom_rules(m, jnp_):
+    c = np.arange(3, dtype=np.float32)
+
+    @functools.partial(m.custom_jvp, nondiff_argnums=(1,))
+    def f(x, n):
+        return jnp_.sin(x) * n * c
+
+    def f_jvp(n, p, t):
+        return f(p[0], n), t[0] * 2.0
+    f.defjvp(f_jvp)
+
+    @m.custom_jvp
+    def h(x, y):
+        return x * y
+    h.defjvps(lambda t, ans, x, y: t * y, lambda t, ans, x, y: t * x)
+
+    @m.custom_jvp
+    def z(x):
+        return x * 2.0
+    z.defjvp(lambda p, t: (z(p[0]), t[0]), symbolic_zeros=True)
+
+    def fwd(x):
+        return g(x), x
+
+    def bwd(r, ct):
+        return (ct * r,)
+
+    @m.custom_vjp
+    def g(x):
+        return jnp_.sin(x) * c
+    g.defvjp(fwd, bwd)
+    return [m.make_jaxpr(lambda x: f(x, 3))(1.0), m.make_jaxpr(h)(1.0, 2.0),
+            m.make_jaxpr(z)(1.0), m.make_jaxpr(g)(1.0),
+            m.make_jaxpr(m.checkpoint(lambda x: jnp_.sin(x), policy=None))(1.0)]
+
+
+def test_custom_rule_and_checkpoint_params_print_like_jax():
+    ours = [str(j) for j in _custom_rules(minijax, minijax.numpy)]
+    theirs = [str(j) for j in _custom_rules(jax, jax.numpy)]
+    assert ours[:4] == theirs[:4]
+    assert "jvp=f_jvp" in ours[0] and "num_consts=1" in ours[0] and "bwd=bwd" in ours[3]
+    # checkpoint: the same params in jax's (sorted) order; jax names the primitive remat2
+    # and adds differentiated=False
+    strip = [ln for ln in theirs[4].splitlines() if "differentiated" not in ln]
+    assert ours[4].splitlines() == [ln.replace("remat2", "checkpoint") for ln in strip]
