@@ -126,7 +126,7 @@ class Jaxpr:
         return [v.aval for v in self.outvars]
 
     def __str__(self) -> str:
-        return pp_jaxpr(self)
+        return pp_toplevel_jaxpr(self)
 
     __repr__ = __str__
 
@@ -154,7 +154,7 @@ class ClosedJaxpr:
         return self.jaxpr.eqns
 
     def __str__(self) -> str:
-        return pp_jaxpr(self.jaxpr)
+        return pp_toplevel_jaxpr(self.jaxpr)
 
     __repr__ = __str__
 
@@ -209,6 +209,9 @@ def _letters(n: int) -> str:
 class _Names:
     def __init__(self):
         self.names: dict[int, str] = {}
+        self.fresh = 0  # letters handed out (suggested names reuse one)
+        self.shared: dict[int, str] = {}  # id(jaxpr) -> its name, for jaxprs printed first
+        self.shared_names: set[str] = set()  # (no variable takes one of these names)
 
     def __call__(self, atom) -> str:
         if isinstance(atom, Literal):
@@ -218,11 +221,29 @@ class _Names:
         key = id(atom)
         name = self.names.get(key)
         if name is None:
-            name = self.names[key] = _letters(len(self.names))
+            name = _letters(self.fresh)
+            self.fresh += 1
+            while name in self.shared_names:
+                name = _letters(self.fresh)
+                self.fresh += 1
+            self.names[key] = name
         return name
 
     def binder(self, v) -> str:
         return f"{self(v)}:{v.aval.str_short()}"
+
+    def suggest(self, for_vars, like_vars) -> None:
+        """Name the unnamed Vars ``for_vars`` as the ``like_vars`` they stand for (a
+        sub-jaxpr's binders after the equation's operands and results, as jax prints
+        ``jit``); a Var passed twice lends its name once."""
+        if len(for_vars) != len(like_vars):
+            return
+        lent = set()
+        for v, like in zip(for_vars, like_vars):
+            if (isinstance(like, Var) and id(like) not in lent and isinstance(v, Var)
+                    and id(v) not in self.names):
+                lent.add(id(like))
+                self.names[id(v)] = self(like)
 
 
 def pp_literal(lit: Literal) -> str:
@@ -239,12 +260,19 @@ def pp_literal(lit: Literal) -> str:
 
 
 class FreshNames:
-    """Wrap a jaxpr param so it prints with its own variable names (as jax's ``jit``)."""
+    """Wrap a jaxpr param so it prints with its own variable names."""
 
     __slots__ = ("jaxpr",)
 
     def __init__(self, jaxpr):
         self.jaxpr = jaxpr
+
+
+class SameNames(FreshNames):
+    """Wrap a jaxpr param whose binders print with the names of the equation's operands
+    and results, other variables continuing the enclosing names (as jax's ``jit``)."""
+
+    __slots__ = ()
 
 
 def _is_jaxpr_param(v) -> bool:
@@ -255,12 +283,15 @@ def _is_jaxpr_param(v) -> bool:
 
 
 def _pp_param(v, names: _Names, indent: int) -> str:
+    if isinstance(v, SameNames):
+        return _pp_param(v.jaxpr, names, indent)
     if isinstance(v, FreshNames):
         return _pp_param(v.jaxpr, _Names(), indent)
     if isinstance(v, ClosedJaxpr):
         v = v.jaxpr
     if isinstance(v, Jaxpr):
-        return pp_jaxpr(v, indent, names=names)
+        shared = names.shared.get(id(v))
+        return shared if shared is not None else pp_jaxpr(v, indent, names=names)
     if _is_jaxpr_param(v):
         pad = " " * (indent + 2)
         inner = "".join(f"\n{pad}{_pp_param(x, names, indent + 2)}" for x in v)
@@ -275,19 +306,27 @@ def _pp_param(v, names: _Names, indent: int) -> str:
 def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
     """One equation; params go one per line when the equation does not fit in 80 columns
     or holds a sub-jaxpr (as jax prints)."""
-    lhs = " ".join(names.binder(v) for v in eqn.outvars)
     params = eqn.params
     shown = getattr(eqn.primitive, "pp_params", None)
     if shown is not None:
         params = shown(params)
+        for v in params.values():
+            if isinstance(v, SameNames):
+                inner = v.jaxpr.jaxpr if isinstance(v.jaxpr, ClosedJaxpr) else v.jaxpr
+                if id(inner) in names.shared:
+                    continue
+                names.suggest(inner.invars, eqn.invars)
+                names.suggest(inner.outvars, eqn.outvars)
+    lhs = " ".join(names.binder(v) for v in eqn.outvars)
     rhs = " ".join(names(v) for v in eqn.invars)
     # no results (a debug callback): no "=", as jax prints it
     head = f"{lhs} = {eqn.primitive.name}" if eqn.outvars else eqn.primitive.name
     if not params:
         return f"{head} {rhs}".rstrip()
     items = list(params.items())
-    if not any(_is_jaxpr_param(v) for _, v in items):
-        flat = "[" + " ".join(f"{k}={_pp_param(v, names, indent)}" for k, v in items) + "]"
+    texts = [_pp_param(v, names, indent) for _, v in items]
+    if not any("\n" in t for t in texts):  # sub-jaxprs too, when each fits on a line
+        flat = "[" + " ".join(f"{k}={t}" for (k, _), t in zip(items, texts)) + "]"
         # jax keeps params on the line when the text up to "]" fits (operands don't count)
         if indent + len(f"{head}{flat}") <= 80:
             return f"{head}{flat} {rhs}".rstrip()
@@ -296,8 +335,10 @@ def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
     return f"{head}[{body}\n{' ' * indent}] {rhs}".rstrip()
 
 
-def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
-    """Print like JAX: on one line when it is short, else one equation per line."""
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None, start: int = 0,
+             suffix: str = "") -> str:
+    """Print like JAX: on one line when it is short, else one equation per line. The text
+    begins ``start`` columns after ``indent`` and ``suffix`` follows it on its line."""
     names = names or _Names()
     consts = " ".join(names.binder(v) for v in jaxpr.constvars)
     ins = " ".join(names.binder(v) for v in jaxpr.invars)
@@ -306,8 +347,61 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
     outs = ", ".join(names(v) for v in jaxpr.outvars)
     tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
     one_line = f"{head} {'; '.join(eqn_strs)} {tail}"
-    if indent + len(one_line) <= 80 and not any("\n" in s for s in eqn_strs):
+    if indent + start + len(one_line) + len(suffix) <= 80 and \
+            not any("\n" in s for s in eqn_strs):
         return one_line
     pad = " " * (indent + 4)
     body = "".join(f"\n{pad}{s}" for s in eqn_strs)
     return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
+
+
+def _sub_jaxprs(params: dict):
+    for v in params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, Jaxpr):
+                yield x
+
+
+def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
+    """``jaxpr`` printed as jax prints a jaxpr: results of its equations that nothing
+    uses show as ``_``, and sub-jaxprs met more than once (or of more than 10
+    equations) print first, as ``let <name> = { ... } in``, and by name where used."""
+    names = _Names()
+    used = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if id(v) not in used:
+                names.names[id(v)] = "_"
+        used.update(id(a) for a in eqn.invars if isinstance(a, Var))
+    counts: dict[int, list] = {}  # id -> [jaxpr, uses, name]; first met first
+    queue = [jaxpr]
+    while queue:
+        j = queue.pop(0)
+        entry = counts.setdefault(id(j), [j, 0, "jaxpr"])
+        entry[1] += 1 if j is jaxpr or len(j.eqns) <= 10 else 2
+        for eqn in j.eqns:
+            name = eqn.params.get("name")
+            for sub in _sub_jaxprs(eqn.params):
+                queue.append(sub)
+                if isinstance(name, str) and id(sub) not in counts:
+                    counts[id(sub)] = [sub, 0, name.strip("<>")]
+    taken: dict[str, int] = {}
+    shared = []
+    for j, uses, name in counts.values():
+        if uses < 2:
+            continue
+        n = taken.get(name, 0)
+        taken[name] = n + 1
+        if n:
+            name += str(n)
+            taken[name] = taken.get(name, 0) + 1
+        names.shared[id(j)] = name
+        names.shared_names.add(name)
+        shared.append((name, j))
+    out = []
+    for name, j in shared:
+        text = pp_jaxpr(j, names=names, start=len(f"let {name} = "), suffix=" in")
+        out.append(f"let {name} = {text} in\n")
+    return "".join(out) + pp_jaxpr(jaxpr, names=names)

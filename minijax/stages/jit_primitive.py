@@ -7,7 +7,7 @@ run eagerly through the same pipeline and executable cache as ``jit`` calls
 
 from __future__ import annotations
 
-from minijax.core.jaxpr import ClosedJaxpr, FreshNames, JaxprEqn, Var
+from minijax.core.jaxpr import ClosedJaxpr, JaxprEqn, SameNames, Var
 from minijax.core.primitives import jit_p
 from minijax.lax._util import type_error
 from minijax.lowering import tokens
@@ -28,7 +28,7 @@ def _jit_abstract(*avals, jaxpr: ClosedJaxpr, name: str, donated_invars=(), inli
 
 
 # Printed like jax: jit[name=f jaxpr={...}] (the other params are internal).
-jit_p.pp_params = lambda params: {"name": params["name"], "jaxpr": FreshNames(params["jaxpr"])}
+jit_p.pp_params = lambda params: {"name": params["name"], "jaxpr": SameNames(params["jaxpr"])}
 
 
 def _symbol(name: str) -> str:
