@@ -96,8 +96,8 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
     exe = _rt_exe.compile(text, backend, compile_options=compile_options, out_avals=out_avals,
                           device=device, donated=donated, parsed=parsed)
     if config.minijax_log_compiles:  # jax_log_compiles: a warning per XLA compilation
-        logger.warning("Finished XLA compilation of %s in %.9f sec", name or "module",
-                       time.perf_counter() - start)
+        logger.warning("Finished XLA compilation of %s in %.9f sec",
+                       f"jit({name})" if name else "module", time.perf_counter() - start)
     if key is not None:
         _cache_store(key, exe, name)
     EXECUTABLES.put_executable(shared, exe)
@@ -150,8 +150,8 @@ def _compile_placed(text: str, out_avals: Sequence[ShapedArray], options: Option
     start = time.perf_counter()
     exe = compile_sharded(text, out_avals, placement, options=options, donated=donated)
     if config.minijax_log_compiles:
-        logger.warning("Finished XLA compilation of %s in %.9f sec", name or "module",
-                       time.perf_counter() - start)
+        logger.warning("Finished XLA compilation of %s in %.9f sec",
+                       f"jit({name})" if name else "module", time.perf_counter() - start)
     if key is not None:
         _cache_store(key, exe, name)
     return exe

@@ -181,3 +181,19 @@ def test_custom_rule_and_checkpoint_params_print_like_jax():
     # and adds differentiated=False
     strip = [ln for ln in theirs[4].splitlines() if "differentiated" not in ln]
     assert ours[4].splitlines() == [ln.replace("remat2", "checkpoint") for ln in strip]
+
+
+def test_log_compiles_names_the_computation_like_jax(caplog):
+    import logging
+
+    def scaled_by_seven(x):
+        return x * 7.0
+    x = np.arange(5, dtype=np.float32)
+    found = []
+    for m in (minijax, jax):
+        caplog.clear()
+        with m.log_compiles(True), caplog.at_level(logging.WARNING):
+            m.jit(scaled_by_seven)(x)
+        found.append(sorted({r.getMessage().split(" in ")[0] for r in caplog.records
+                             if r.getMessage().startswith("Finished XLA compilation")}))
+    assert found[0] == found[1] == ["Finished XLA compilation of jit(scaled_by_seven)"]
