@@ -438,8 +438,21 @@ def block_until_ready(x: Any) -> Any:
     if type(x) is Array:
         return x.block_until_ready()
     leaves, _ = _flatten(x)
-    for leaf in leaves:  # one at a time: each under its own array's host lock
-        if hasattr(leaf, "block_until_ready"):
+    arrays = {id(leaf): leaf for leaf in leaves if type(leaf) is Array}
+    if arrays:  # one wait for all, under their host locks (taken in one order)
+        held = []
+        try:
+            for key in sorted(arrays):
+                arrays[key]._host_acquire()
+                held.append(arrays[key])
+            for a in held:
+                a._check_alive()
+            _jax.batched_block_until_ready([a._buf for a in held])
+        finally:
+            for a in reversed(held):
+                a._host_release()
+    for leaf in leaves:
+        if type(leaf) is not Array and hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x
 

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import threading
 
 import ml_dtypes
 import numpy as np
@@ -355,6 +356,30 @@ def test_array_devices_and_sync():
     assert block_until_ready({"a": [x, (x,)], "b": 3}) == {"a": [x, (x,)], "b": 3}
     assert block_until_ready(x) is x
     assert isinstance(x.unsafe_buffer_pointer(), int)
+
+
+def test_block_until_ready_waits_for_a_whole_tree_at_once(monkeypatch):
+    from jaxlib import _jax
+
+    import minijax
+    waited = []
+    real = _jax.batched_block_until_ready
+    monkeypatch.setattr(_jax, "batched_block_until_ready", lambda bufs: (waited.append(
+        len(bufs)), real(bufs))[1])
+    xs = [device_put(np.full(3, i, np.float32)) for i in range(5)]
+    tree = {"xs": xs, "again": xs[0], "n": 3, "host": np.ones(2)}
+    out = minijax.jit(lambda t: {"ys": [x * 2 for x in t["xs"]], "n": t["n"]})(tree)
+    assert block_until_ready(out) is out and block_until_ready(tree) is tree
+    assert waited == [6, 5]  # one wait per tree (out["n"] is an array too), each array once
+    assert all(y.is_ready() for y in out["ys"])
+    xs[3].delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        block_until_ready(tree)
+    assert block_until_ready([xs[0], xs[1]])[0] is xs[0]
+    done = threading.Thread(target=xs[0].delete)  # takes the lock: all were released
+    done.start()
+    done.join(timeout=10)
+    assert not done.is_alive() and xs[0].is_deleted()
 
 
 def test_pickle_and_copy():
