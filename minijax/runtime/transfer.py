@@ -438,16 +438,19 @@ def block_until_ready(x: Any) -> Any:
     if type(x) is Array:
         return x.block_until_ready()
     leaves, _ = _flatten(x)
-    arrays = {id(leaf): leaf for leaf in leaves if type(leaf) is Array}
-    if arrays:  # one wait for all, under their host locks (taken in one order)
+    arrays = sorted([leaf for leaf in leaves if type(leaf) is Array], key=id)
+    if arrays:  # one wait for all, under their host locks (taken in one order; reentrant)
         held = []
         try:
-            for key in sorted(arrays):
-                arrays[key]._host_acquire()
-                held.append(arrays[key])
-            for a in held:
-                a._check_alive()
-            _jax.batched_block_until_ready([a._buf for a in held])
+            for a in arrays:
+                a._host_acquire()
+                held.append(a)
+            try:
+                _jax.batched_block_until_ready([a._buf for a in held])
+            except Exception:  # a deleted or donated array: say which, as one wait would
+                for a in held:
+                    a._check_alive()
+                raise
         finally:
             for a in reversed(held):
                 a._host_release()
