@@ -31,6 +31,8 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Sequence
 
+import numpy as np
+
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.trace import EVAL_TRACE, _state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
@@ -212,8 +214,10 @@ def ids_and_buffers(args, constant) -> tuple[tuple, list] | None:
 
 
 def _numpy_buffer(x) -> tuple[int, Any] | None:
-    """A fresh buffer for a NumPy array or scalar whose dtype and shape have a spec."""
-    return put_numpy_arg(x) if isinstance(x, NUMPY_TYPES) else None
+    """A fresh buffer for a NumPy array (not a subclass, as in C) or scalar whose dtype
+    and shape have a spec."""
+    ok = type(x) is np.ndarray or isinstance(x, np.generic)
+    return put_numpy_arg(x) if ok else None
 
 
 def _known_constant(x) -> tuple[int, Any] | None:
