@@ -56,7 +56,7 @@ def _composite_lower(ctx, *args, name, attributes, version, jaxpr):
     return ctx.op("stablehlo.composite", list(args), list(ctx.avals_out), {
         "name": string_attr(name),
         "composite_attributes": "{" + ", ".join(sorted(attrs)) + "}",
-        "decomposition": f"@{fn.name}",
+        "decomposition": fn.ref,
         "version": f"{version} : i32",
     })
 

@@ -213,6 +213,14 @@ class FunctionBuilder:
         self.open_regions: list[Region] = []  # regions being emitted into, innermost last
         # The ordered-effect token and the block it belongs to (lowering/tokens.py).
         self.effect_token: tuple | None = None
+        # Constants re-emitted in another form (a splat at full shape): each is dropped
+        # when rendered if nothing uses it.
+        self.replaced: list[Op] = []
+
+    @property
+    def ref(self) -> str:
+        """``@name`` as the symbol appears in the text (quoted unless an identifier)."""
+        return "@" + _sym(self.name)
 
     def fresh(self) -> str:
         self._count += 1
@@ -298,13 +306,30 @@ class FunctionBuilder:
         """``with fn.in_region(r):`` emits into region ``r``."""
         return FunctionBuilder._InRegion(self, region)
 
+    def _drop_unused_replaced(self) -> None:
+        blocks, used = [], {id(v) for v in self.results}
+        todo = [self.body]
+        while todo:
+            region = todo.pop()
+            blocks.append(region)
+            for op in region.ops:
+                used.update(map(id, op.operands))
+                todo.extend(op.regions or ())
+        dead = {id(op) for op in self.replaced if id(op) not in used}
+        self.replaced = []
+        if dead:
+            for region in blocks:
+                region.ops[:] = [op for op in region.ops if id(op) not in dead]
+
     def render(self, out: list[str], tagged: list) -> None:
         args = [f"{v.name}: {v.type}{f' {{{attrs}}}' if attrs else ''} loc({loc or 'unknown'})"
                 for v, (attrs, loc) in zip(self.args, self.arg_attrs)]
         res = [f"{v.type} {{{attrs}}}" if attrs else v.type
                for v, attrs in zip(self.results, self.result_attrs or [""] * len(self.results))]
         res_s = "(" + ", ".join(res) + ")"
-        out.append(f"  func.func {self.visibility} @{self.name}({', '.join(args)}) -> {res_s} {{")
+        if self.replaced:
+            self._drop_unused_replaced()
+        out.append(f"  func.func {self.visibility} {self.ref}({', '.join(args)}) -> {res_s} {{")
         render_ops(self.body.ops, out, "    ", tagged)
         ret_types = ", ".join([v.type for v in self.results])
         ret_ops = ", ".join([v.name for v in self.results])
@@ -318,6 +343,7 @@ class ModuleBuilder:
         self.attrs = attrs or {}
         self.functions: list[FunctionBuilder] = []
         self._names: set[str] = set()
+        self._renames = 0  # suffix of the next renamed duplicate, shared by all names
         self.cache: dict = {}  # for rules that emit shared private functions
         self.axis_env: tuple = ()  # ((name, size), ...) bound for collectives
         # Python callables that custom calls of this module call back, by index, and
@@ -327,10 +353,12 @@ class ModuleBuilder:
         self.tagged: list[dict] = []  # the frontend attributes of the ops rendered
 
     def new_function(self, name: str, visibility: str = "private") -> FunctionBuilder:
-        base, i = name, 0
+        # A taken name gets the suffix _N from one counter per module (as jax's symbol table
+        # renames): f, g, f_0, g_1, f_2.
+        base = name
         while name in self._names:
-            i += 1
-            name = f"{base}_{i}"
+            name = f"{base}_{self._renames}"
+            self._renames += 1
         self._names.add(name)
         fn = FunctionBuilder(self, name, visibility)
         self.functions.append(fn)
@@ -349,8 +377,20 @@ class ModuleBuilder:
 
 
 def _sym(name: str) -> str:
-    ok = all(c.isalnum() or c in "_$." for c in name) and name and not name[0].isdigit()
-    return name if ok else string_attr(name)
+    """A symbol name as MLIR prints it: bare when an identifier, else quoted with escapes."""
+    ok = (name and (name[0].isascii() and (name[0].isalpha() or name[0] == "_"))
+          and all(c.isascii() and (c.isalnum() or c in "_$.") for c in name))
+    if ok:
+        return name
+    out = []
+    for b in name.encode("utf-8"):
+        if b == 0x5C:
+            out.append("\\\\")
+        elif 0x20 <= b < 0x7F and b != 0x22:
+            out.append(chr(b))
+        else:
+            out.append(f"\\{b:02X}")
+    return '"' + "".join(out) + '"'
 
 
 _loc_cache = MemoCache("minijax_memo_cache_size")  # (name, source) -> location

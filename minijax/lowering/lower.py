@@ -117,7 +117,8 @@ class RuleContext:
 
     def broadcast_in_dim(self, x: Value, aval: ShapedArray, dims: Sequence[int]) -> Value:
         """``stablehlo.broadcast_in_dim``; a splat constant is re-emitted at full shape
-        instead (XLA's HLO converter folds constant broadcasts and drops their metadata)."""
+        instead (XLA's HLO converter folds constant broadcasts and drops their metadata).
+        The scalar constant it replaces is dropped if nothing else uses it."""
         op = x.op
         if op is not None and op.opname == "stablehlo.constant" and not x.aval.shape:
             value = op.attrs["value"]
@@ -127,6 +128,7 @@ class RuleContext:
                 if attrs is None:
                     literal = value.rsplit(" : ", 1)[0]
                     attrs = _splats[key] = {"value": f"{literal} : {tensor_type(aval)}"}
+                self.fn.replaced.append(op)
                 return self.fn.op("stablehlo.constant", [], aval, attrs)
         return self.fn.op("stablehlo.broadcast_in_dim", [x], aval,
                           {"broadcast_dimensions": i64_array(dims)})
@@ -185,7 +187,7 @@ class RuleContext:
 
     def call(self, fn: FunctionBuilder, args: Sequence[Value], attrs=None,
              frontend: dict | None = None) -> list[Value]:
-        a = {"callee": f"@{fn.name}"}
+        a = {"callee": fn.ref}
         if attrs:
             a.update(attrs)
         outs = self.fn.op("func.call", args, [v.aval for v in fn.results], a)

@@ -32,8 +32,9 @@ jit_p.pp_params = lambda params: {"name": params["name"], "jaxpr": SameNames(par
 
 
 def _symbol(name: str) -> str:
-    s = "".join(c if (c.isalnum() or c == "_") else "_" for c in name) or "fn"
-    return s if not s[0].isdigit() else "_" + s
+    # The function's own name, as jax names it (printed quoted unless an identifier); an
+    # empty one, which jax prints as an invalid symbol, gets a placeholder.
+    return name or "fn"
 
 
 @jit_p.def_lowering
