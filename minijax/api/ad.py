@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.trace import DebugInfo, eval_jaxpr, get_aval, trace_to_jaxpr
+from minijax.core.trace import DebugInfo, eval_jaxpr, get_aval, made_in_trace, trace_to_jaxpr
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import GRAD_DOC, VALUE_AND_GRAD_DOC, index_or_tuple, wraps
 from minijax.stages.common import fun_name
@@ -157,9 +157,9 @@ def _leaf_name(tree, i: int) -> str:
 def _as_array(x):
     """Values handed back to users are minijax arrays, never NumPy or Python values."""
     if type(x) in (int, float, complex, bool):
-        return device_put(x)
+        return made_in_trace(device_put(x), x)
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype != dtypes.float0:
-        return device_put(x)
+        return made_in_trace(device_put(x), x) if not x.ndim else device_put(x)
     return x
 
 

@@ -88,6 +88,21 @@ def current_trace() -> Trace:
     return _state.trace
 
 
+def made_in_trace(x, value) -> Any:
+    """Note that array ``x``, a scalar, was made from the host value ``value`` during a
+    trace: the jaxpr recorded then writes it as a literal (jax makes such constants
+    literals, while arrays made before the trace stay constants of the jaxpr). Returns
+    ``x``."""
+    t = _state.trace
+    while t is not None and not isinstance(t, JaxprTrace):
+        t = t.parent
+    if t is not None and not np.ndim(value):
+        if isinstance(value, (np.ndarray, np.generic)) and value.dtype != x.aval.dtype:
+            value = np.asarray(value, x.aval.dtype)  # as canonicalized (x64 off)
+        t._inline[id(x)] = (x, value)
+    return x
+
+
 def current_ctx() -> EqnContext:
     return _state.ctx
 
@@ -522,6 +537,9 @@ class JaxprTrace(Trace):
         self.constvars: list[Var] = []
         self.consts: list[Any] = []
         self._const_ids: dict[int, Var] = {}
+        # Scalar arrays made from host values while this trace was recording: written
+        # inline as literals, as jax does (id -> (array, its value on the host)).
+        self._inline: dict[int, tuple] = {}
 
     @property
     def description(self) -> str:
@@ -552,6 +570,10 @@ class JaxprTrace(Trace):
                 fresh = arr is not x and arr.dtype == aval.dtype
                 return Literal(arr if fresh else arr.astype(aval.dtype), aval)
             x = arr
+        if self._inline:
+            made = self._inline.get(id(x))
+            if made is not None and made[0] is x:
+                return Literal(made[1], x.aval)
         return self._const(x, get_aval(x))
 
     def _const(self, x, aval) -> Var:

@@ -7,7 +7,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.aval import canonicalize_shape
-from minijax.core.trace import Tracer, get_aval, is_python_scalar
+from minijax.core.trace import Tracer, get_aval, is_python_scalar, made_in_trace
 
 
 def _canon(dtype, fun_name: str = "asarray"):
@@ -40,13 +40,15 @@ def _asarray(a, dtype):
         if any(isinstance(x, (Tracer, Array)) for x in leaves):
             return _stack_nested(a, dtype)
     if is_python_scalar(a) and dtype is None:
-        return device_put(a)
+        return made_in_trace(device_put(a), a)
     arr = np.asarray(a)
     if arr.dtype == object:
         raise TypeError(f"cannot convert {a!r} to a minijax array")
     if dtype is None:
         dtype = dtypes.canonicalize(arr.dtype)
-    return device_put(np.asarray(arr, dtype=dtype))
+    arr = np.asarray(arr, dtype=dtype)
+    out = device_put(arr)
+    return made_in_trace(out, arr.copy()) if not arr.ndim else out
 
 
 def _leaves(a):
