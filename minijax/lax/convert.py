@@ -20,18 +20,19 @@ def _convert_abstract(x, *, new_dtype, weak_type=False):
 
 @convert_element_type_p.def_lowering
 def _convert_lower(ctx, x, *, new_dtype, weak_type=False):
+    # As jax: a convert even between equal dtypes (a change of weak type only), and a
+    # convert after the comparison that makes a bool.
     out = ctx.avals_out[0]
     src = x.aval.dtype
-    if src == out.dtype:
-        return x
     if out.dtype == dtypes.bool_:
         zero = ctx.constant(0, src, x.aval.shape)
         kind = ("FLOAT" if dtypes.is_inexact(src) else
                 "SIGNED" if dtypes.is_signed(src) else "UNSIGNED")
-        return ctx.op("stablehlo.compare", [x, zero], out, {
+        x = ctx.op("stablehlo.compare", [x, zero], out, {
             "comparison_direction": "#stablehlo<comparison_direction NE>",
             "compare_type": f"#stablehlo<comparison_type {kind}>",
         })
+        return ctx.op("stablehlo.convert", [x], out)
     if dtypes.is_complex(src) and not dtypes.is_complex(out.dtype):
         x = ctx.op("stablehlo.real", [x], ShapedArray(x.aval.shape, np.finfo(src).dtype))
         if x.aval.dtype == out.dtype:

@@ -125,3 +125,32 @@ def test_constant_shared_by_two_uses_is_kept():
     ours = minijax.jit(f(minijax)).lower(x)
     assert _unused_values(ours.as_text()) == []
     np.testing.assert_allclose(ours.compile()(x), jax.jit(f(jax))(x))
+
+
+def _strip_locs(text: str) -> str:
+    return "\n".join(re.sub(r" loc\(.*$", "", ln) for ln in text.splitlines()
+                     if not ln.startswith("#loc"))
+
+
+@pytest.mark.parametrize("make, arg", [
+    (lambda np_: lambda x: x + 1.0, np.float32(1.0)),  # a weak-type-only convert
+    (lambda np_: lambda x: np_.sin(x) * 2, np.float32(1.0)),
+    (lambda np_: lambda x: x.astype(np_.float32), np.float32(1.0)),
+    (lambda np_: lambda x: x.astype(bool), np.arange(3) > 1),
+])
+def test_convert_element_type_text_matches_jax(make, arg):
+    # jax emits stablehlo.convert even between equal element types
+    ours = minijax.jit(make(mjnp)).lower(arg)
+    theirs = jax.jit(make(jjnp)).lower(arg)
+    assert _strip_locs(ours.as_text()) == _strip_locs(theirs.as_text())
+    np.testing.assert_array_equal(ours.compile()(arg), theirs.compile()(arg))
+
+
+def test_convert_to_bool_compares_then_converts_like_jax():
+    x = np.array([0.0, 1.5, -2.0], np.float32)
+    ours = _strip_locs(minijax.jit(lambda v: v.astype(bool)).lower(x).as_text())
+    theirs = _strip_locs(jax.jit(lambda v: v.astype(bool)).lower(x).as_text())
+    def kinds(text):
+        return re.findall(r"= (stablehlo\.compare NE|stablehlo\.convert)[ ,]", text)
+    assert kinds(ours) == kinds(theirs) == ["stablehlo.compare NE", "stablehlo.convert"]
+    np.testing.assert_array_equal(minijax.jit(lambda v: v.astype(bool))(x), x != 0)
