@@ -9,7 +9,7 @@ import minijax.numpy as jnp
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import Tracer, get_aval
-from minijax.random._keys import _split_impl, canonicalize_shape
+from minijax.random._keys import _split_impl, canonicalize_shape, check_prng_key
 from minijax.runtime.array import Array
 
 
@@ -83,6 +83,19 @@ def _check_arraylike(name: str, *args) -> None:
 def _no_sharding(out_sharding) -> None:
     if out_sharding is not None:
         raise NotImplementedError("minijax.random: out_sharding is not supported")
+
+
+def _float_sampler_args(name: str, key, params: tuple, shape, dtype, out_sharding,
+                        kinds: str = "float") -> tuple:
+    """``(key words, shape, dtype)`` after the checks a float sampler with broadcasting
+    parameters makes, in jax's order: the key, ``out_sharding``, the dtype, the shapes,
+    then that each parameter casts safely to the dtype."""
+    words, _ = check_prng_key(name, key)
+    _no_sharding(out_sharding)
+    dtype = _float_dtype(name, dtype, kinds)
+    shape = _check_broadcast_shapes(name, shape, *params)
+    _check_all_safe_to_cast(name, dtype, *params)
+    return words, shape, dtype
 
 
 # ---- helpers on key words -----------------------------------------------------------------------

@@ -18,7 +18,8 @@ from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import Primitive, Tracer, get_aval, trace_to_jaxpr
 from minijax.random._keys import _split_impl, canonicalize_shape, check_prng_key
 from minijax.random._samplers._common import (_check_all_safe_to_cast, _check_broadcast_shapes,
-                                              _check_shape, _float_dtype, _no_sharding, _split_n)
+                                              _check_shape, _float_dtype, _float_sampler_args,
+                                              _no_sharding, _split_n)
 from minijax.random._samplers.basic import _exponential, _normal, _normal_real, _uniform
 from minijax.random._samplers.transforms import _rademacher
 from minijax.stages.jit import jit
@@ -274,31 +275,19 @@ _f_jit = jit(_f, static_argnums=(3, 4))
 
 def t(key, df, shape: Sequence[int] | None = None, dtype=None, *, out_sharding=None):
     """Student's t samples with ``df`` degrees of freedom."""
-    words, _ = check_prng_key("t", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("t", dtype)
-    shape = _check_broadcast_shapes("t", shape, df)
-    _check_all_safe_to_cast("t", dtype, df)
+    words, shape, dtype = _float_sampler_args("t", key, (df,), shape, dtype, out_sharding)
     return _t_jit(words, df, shape, dtype)
 
 
 def chisquare(key, df, shape: Sequence[int] | None = None, dtype=None, *, out_sharding=None):
     """Chi-square samples with ``df`` degrees of freedom."""
-    words, _ = check_prng_key("chisquare", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("chisquare", dtype)
-    shape = _check_broadcast_shapes("chisquare", shape, df)
-    _check_all_safe_to_cast("chisquare", dtype, df)
+    words, shape, dtype = _float_sampler_args("chisquare", key, (df,), shape, dtype, out_sharding)
     return _chisquare_jit(words, df, shape, dtype)
 
 
 def f(key, dfnum, dfden, shape: Sequence[int] | None = None, dtype=None, *, out_sharding=None):
     """F-distribution samples with ``dfnum`` and ``dfden`` degrees of freedom."""
-    words, _ = check_prng_key("f", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("f", dtype)
-    shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
-    _check_all_safe_to_cast("f", dtype, dfnum, dfden)
+    words, shape, dtype = _float_sampler_args("f", key, (dfnum, dfden), shape, dtype, out_sharding)
     return _f_jit(words, dfnum, dfden, shape, dtype)
 
 

@@ -12,9 +12,9 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.numpy._promote import promote_dtypes_inexact
 from minijax.random._keys import canonicalize_shape, check_prng_key
-from minijax.random._samplers._common import (_broadcast_shapes, _check_all_safe_to_cast,
-                                              _check_arraylike, _check_broadcast_shapes,
-                                              _check_shape, _float_dtype, _int_dtype, _no_sharding,
+from minijax.random._samplers._common import (_broadcast_shapes, _check_arraylike,
+                                              _check_broadcast_shapes, _check_shape, _float_dtype,
+                                              _float_sampler_args, _int_dtype, _no_sharding,
                                               _split_n)
 from minijax.random._samplers.basic import _exponential, _normal, _uniform, gumbel
 from minijax.random._samplers.transforms import _rademacher
@@ -110,11 +110,7 @@ _lognormal_jit = jit(_lognormal, static_argnums=(2, 3))
 
 def pareto(key, b, shape: Sequence[int] | None = None, dtype=None, *, out_sharding=None):
     """Pareto samples with shape parameter ``b`` (support [1, inf))."""
-    words, _ = check_prng_key("pareto", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("pareto", dtype)
-    shape = _check_broadcast_shapes("pareto", shape, b)
-    _check_all_safe_to_cast("pareto", dtype, b)
+    words, shape, dtype = _float_sampler_args("pareto", key, (b,), shape, dtype, out_sharding)
     return _pareto_jit(words, b, shape, dtype)
 
 
@@ -142,21 +138,13 @@ def weibull_min(key, scale, concentration, shape: Sequence[int] = (), dtype=None
 
 def rayleigh(key, scale, shape: Sequence[int] | None = None, dtype=None, *, out_sharding=None):
     """Rayleigh samples with ``scale``."""
-    words, _ = check_prng_key("rayleigh", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("rayleigh", dtype)
-    shape = _check_broadcast_shapes("rayleigh", shape, scale)
-    _check_all_safe_to_cast("rayleigh", dtype, scale)
+    words, shape, dtype = _float_sampler_args("rayleigh", key, (scale,), shape, dtype, out_sharding)
     return _rayleigh_jit(words, scale, shape, dtype)
 
 
 def wald(key, mean, shape: Sequence[int] | None = None, dtype=None, *, out_sharding=None):
     """Wald (inverse Gaussian) samples with ``mean`` and unit shape."""
-    words, _ = check_prng_key("wald", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("wald", dtype)
-    shape = _check_broadcast_shapes("wald", shape, mean)
-    _check_all_safe_to_cast("wald", dtype, mean)
+    words, shape, dtype = _float_sampler_args("wald", key, (mean,), shape, dtype, out_sharding)
     return _wald_jit(words, mean, shape, dtype)
 
 
@@ -174,22 +162,16 @@ def geometric(key, p, shape: Sequence[int] | None = None, dtype=None, *, out_sha
 def triangular(key, left, mode, right, shape: Sequence[int] | None = None, dtype=None, *,
                out_sharding=None):
     """Triangular samples on ``[left, right]`` peaking at ``mode``."""
-    words, _ = check_prng_key("triangular", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("triangular", dtype)
-    shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
-    _check_all_safe_to_cast("triangular", dtype, left, mode, right)
+    words, shape, dtype = _float_sampler_args("triangular", key, (left, mode, right), shape,
+                                              dtype, out_sharding)
     return _triangular_jit(words, left, mode, right, shape, dtype)
 
 
 def lognormal(key, sigma=_ONE_F32, shape: Sequence[int] | None = None, dtype=None, *,
               out_sharding=None):
     """Log-normal samples: ``exp(sigma * normal)``."""
-    words, _ = check_prng_key("lognormal", key)
-    _no_sharding(out_sharding)
-    dtype = _float_dtype("lognormal", dtype, "inexact")
-    shape = _check_broadcast_shapes("lognormal", shape, sigma)
-    _check_all_safe_to_cast("lognormal", dtype, sigma)
+    words, shape, dtype = _float_sampler_args("lognormal", key, (sigma,), shape, dtype,
+                                              out_sharding, "inexact")
     return _lognormal_jit(words, sigma, shape, dtype)
 
 
