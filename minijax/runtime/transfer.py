@@ -208,9 +208,9 @@ def _put_with_spec(spec: tuple | None, x: Any) -> tuple[int, Any] | None:
 # The same for NumPy array and scalar arguments: (dtype, shape) -> (id of the interned
 # aval, put, aval, sharding, [device], semantics, x64), recorded by ``record_numpy_specs``
 # once the full path has put an argument of that dtype and shape on the default device
-# (so only dtypes jaxlib takes, in native byte order). jaxlib's put copies any strides
-# and narrows nothing itself here: a dtype that canonicalizes to another (float64 with
-# x64 off) gets a put that converts with NumPy first, as ``put_numpy`` does.
+# (so only dtypes jaxlib takes, in native byte order). jaxlib's put copies any strides;
+# a dtype that canonicalizes to another (float64 with x64 off) gets a put that converts
+# with NumPy first, as ``put_numpy`` does, so the values are the full path's.
 NUMPY_SPECS: dict[tuple, tuple] = MemoCache("minijax_memo_cache_size")
 NUMPY_TYPES = (np.ndarray, np.generic)
 
