@@ -134,6 +134,13 @@ for _flag in (TRACE_KEY, "minijax_disable_jit"):
     config.on_change(_flag, _drop_fast_entries)
 
 
+def _reordered(run, perm: list[int]):
+    """``run`` called with ``bufs`` permuted: ``run([bufs[i] for i in perm])``."""
+    def run_reordered(bufs: list):
+        return run([bufs[i] for i in perm])
+    return run_reordered
+
+
 def _on_default_device(leaves) -> bool:
     """Whether a call's arguments all live on the default device: only such calls share
     traces between jit objects of one function (sharded and placed calls keep their own,
@@ -448,6 +455,11 @@ class Wrapped(DispatchBase):
             order = sorted(kw_names)
             kw_ids = [ids[n_pos + order.index(k)] for k in kw_names]
             statics = None if self._dispatch_statics is None else entry.statics
+            if list(kw_names) != order:
+                # The flat paths pass the keyword buffers in call order; the executable
+                # takes them in sorted-name order (the pytree order of a dict).
+                run = _reordered(run, [*range(n_pos),
+                                       *(n_pos + kw_names.index(k) for k in order)])
             self._fast[flat_key((*ids[:n_pos], *kw_ids), kw_names, statics)] = (
                 (run, tuple(entry.aliased_inputs), self._name) if entry.has_donation
                 else run)
