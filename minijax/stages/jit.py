@@ -256,6 +256,8 @@ class Wrapped(DispatchBase):
         traced once and the caller's metadata is applied when it is lowered.
         """
         statics, dyn_args, dyn_kwargs, dyn_nums = self._split(args, kwargs)
+        if dyn_kwargs and self._shardings is not None and self._shardings[0] is not None:
+            raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         leaves, in_tree = _flatten((dyn_args, dyn_kwargs))
         avals = [abstractify(x, allow_shape_dtype) for x in leaves]
         # The axis environment (pmap/xla_computation) changes what collectives trace to.
