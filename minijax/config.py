@@ -53,7 +53,8 @@ def _env_choice(name: str, default: str, *also: str) -> str:
 _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_enable_x64": (bool, lambda n: _env_bool(n, False), True),
     "minijax_explain_cache_misses": (bool, lambda n: _env_bool(n, False), False),
-    "minijax_num_cpu_devices": (int, lambda n: _env_int(n, 1), False),
+    # None: as XLA decides (one, or --xla_force_host_platform_device_count in XLA_FLAGS)
+    "minijax_num_cpu_devices": (int, lambda n: _env_int(n, None), False),
     "minijax_compilation_cache_dir": (str, lambda n: _env_str(n, None), False),
     # bytes; -1: no limit, 0: cache off (runtime/compilation_cache.py)
     "minijax_compilation_cache_max_size": (int, lambda n: _env_int(n, 1 << 30), False),

@@ -610,3 +610,24 @@ def test_executions_do_not_accumulate_python_objects():
         if was_enabled:
             gc.enable()
     assert grew < 2 * COLLECT_EVERY + 500, grew  # 20000 without the drain
+
+
+@pytest.mark.slow
+def test_xla_flags_host_device_count_gives_that_many_cpu_devices():
+    # jax's shard_map guide sets XLA_FLAGS before importing, then builds a (4, 2) mesh
+    code = ("import minijax, numpy as np\n"
+            "from minijax.sharding import NamedSharding, PartitionSpec as P\n"
+            "mesh = minijax.make_mesh((4, 2), ('x', 'y'))\n"
+            "s = NamedSharding(mesh, P('x', 'y'))\n"
+            "a = minijax.device_put(np.arange(16.).reshape(8, 2), s)\n"
+            "print(minijax.device_count(), len(a.addressable_shards), float(a.sum()))\n")
+    env = {k: v for k, v in os.environ.items() if k != "MINIJAX_NUM_CPU_DEVICES"}
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["8", "8", "120.0"]
+    env["MINIJAX_NUM_CPU_DEVICES"] = "2"  # minijax's own setting wins, as jax_num_cpu_devices
+    out = subprocess.run([sys.executable, "-c", "import minijax; print(minijax.device_count())"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["2"], out.stderr
