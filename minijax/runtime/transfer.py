@@ -329,6 +329,9 @@ def put_sharded(x: Any, sharding: Any) -> Array:
             return x
         if src is not None and _sharded.can_reshard(src, sharding):
             return _sharded.reshard(x, src, sharding)  # on the devices, by XLA
+        if (src is not None and src.is_fully_addressable
+                and sharding.is_fully_addressable):
+            return _move_sharded(x, src, sharding)  # other devices or another order
         if src is None and sharding.is_fully_addressable:
             return _spread(x, sharding)
     value, weak = _host_value(x)
@@ -401,6 +404,35 @@ def _spread(x: Array, sharding: Any) -> Array:
     bufs = [_copy_array(x, d, force=rep == sharding)._buf for d in devices]
     whole = from_shards(bufs, devices, ShapedArray(aval.shape, aval.dtype, aval.weak_type), rep)
     return whole if rep == sharding else _sharded.reshard(whole, rep, sharding)
+
+
+def _index_key(index: tuple, shape: tuple) -> tuple:
+    """A hashable form of a shard's index (a tuple of slices) over ``shape``."""
+    return tuple(sl.indices(n) for sl, n in zip(index, shape))
+
+
+def _move_sharded(x: Array, src: Any, sharding: Any) -> Array:
+    """The sharded ``x`` (laid out as ``src``) laid out as ``sharding`` over other
+    devices, or the same devices in another order, without the host: when every shard
+    ``sharding`` wants is one that ``src`` holds, each is copied device to device;
+    otherwise ``x`` is gathered whole on one destination device (by XLA), copied to
+    the others and sliced there (``_spread``)."""
+    shape = x.aval.shape
+    held: dict = {}
+    for sh in x.addressable_shards:
+        held.setdefault(_index_key(sh.index, shape), []).append(sh)
+    _sharding.check_sharding_shape(sharding, shape, "device_put: an array")
+    wanted = sharding.addressable_devices_indices_map(shape)
+    keys = [_index_key(i, shape) for i in wanted.values()]
+    if all(k in held for k in keys):
+        bufs = []
+        for d, k in zip(wanted, keys):
+            sh = next((s for s in held[k] if s.device == d), held[k][0])
+            bufs.append(_copy_array(sh.data, d, force=True)._buf)
+        return from_shards(bufs, list(wanted), ShapedArray(shape, x.aval.dtype,
+                                                           x.aval.weak_type), sharding)
+    whole = _gather_on(x, src, next(iter(wanted)))
+    return _spread(whole, sharding)
 
 
 def _gather_on(x: Array, src: Any, device) -> Array:

@@ -236,7 +236,7 @@ def reshard_on_devices():
     import jax
     import minijax
     from minijax.runtime import transfer
-    from minijax.sharding import NamedSharding, PartitionSpec as P
+    from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
     m, jm = _mesh(), _jax_mesh()
     x = _x(8, 4)
     a = minijax.device_put(x, NamedSharding(m, P("x", "y")))
@@ -263,12 +263,31 @@ def reshard_on_devices():
         spread = [minijax.device_put(single, NamedSharding(m, P(*spec)))
                   for spec in [("y", "x"), ()]]
         y1 = f(minijax.device_put(x))  # an unsharded argument, laid out as in_shardings
+        # other devices, or the same ones in another order: still device to device
+        devs = minijax.devices()
+        others = [Mesh(np.array(devs[::-1]).reshape(4, 2), ("x", "y")),
+                  Mesh(np.array(devs[4:]).reshape(2, 2), ("x", "y")),
+                  Mesh(np.array(devs[:2]), ("x",))]
+        jdevs = jax.devices()
+        jothers = [jax.sharding.Mesh(np.array(jdevs[::-1]).reshape(4, 2), ("x", "y")),
+                   jax.sharding.Mesh(np.array(jdevs[4:]).reshape(2, 2), ("x", "y")),
+                   jax.sharding.Mesh(np.array(jdevs[:2]), ("x",))]
+        moved = []
+        for om, jom in zip(others, jothers):
+            for spec in [("x", "y"), ("y",), ()] if len(om.axis_names) == 2 else [("x",), ()]:
+                b = minijax.device_put(a, NamedSharding(om, P(*spec)))
+                jb = jax.device_put(ja, JS(jom, JP(*spec)))
+                moved.append(([(sh.device.id, sh.index) for sh in b.addressable_shards]
+                              == [(sh.device.id, sh.index) for sh in jb.addressable_shards],
+                              all(np.array_equal(np.asarray(sh.data), x[sh.index])
+                                  for sh in b.addressable_shards)))
         puts = len(host)
     finally:
         transfer._host_value, transfer.to_numpy = orig
     a.delete()
     single.delete()
-    return dict(rows=rows, puts=puts, one=(one.device.id, np.array_equal(np.asarray(one), x)),
+    return dict(rows=rows, puts=puts, moved=moved,
+                one=(one.device.id, np.array_equal(np.asarray(one), x)),
                 jit=(str(y.sharding.spec), np.array_equal(np.asarray(y), 2 * x)),
                 spread=[(str(b.sharding.spec), all(np.array_equal(np.asarray(sh.data), x[sh.index])
                                                    for sh in b.addressable_shards))
@@ -610,6 +629,7 @@ def test_reshard_on_devices(results):
     r = get(results, "reshard_on_devices")
     assert r["rows"] == [(True, True, True)] * 5
     assert r["puts"] == 0  # nothing went through the host
+    assert r["moved"] == [(True, True)] * 8  # onto other devices / another device order
     assert r["one"] == (5, True)  # and it outlives the deleted source
     assert r["jit"] == ("PartitionSpec(None, 'x')", True)
     # one device -> sharded: copied device to device, sliced by XLA (outlives the source)
