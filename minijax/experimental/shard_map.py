@@ -43,6 +43,18 @@ def _specs_to_leaves(specs: Any, tree_value: Any, what: str, name: str) -> list:
     return [PartitionSpec() if p is None else p for p in out]
 
 
+def _check_spec_axes(specs: list, manual_axes, what: str, name: str) -> None:
+    """Specs may name only the manual axes (all of the mesh's unless ``axis_names``)."""
+    if manual_axes is None:
+        return
+    for s in specs:
+        for d in range(len(s)):
+            bad = [a for a in s.axes_of(d) if a not in manual_axes]
+            if bad:
+                raise ValueError(f"shard_map({name}) {what} entry {s} names mesh axis "
+                                 f"{bad[0]!r}, which is not in axis_names {manual_axes}")
+
+
 def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_specs: Any,
               check_rep: bool = True, check_vma: bool | None = None,
               axis_names: Any = None) -> Callable:
@@ -56,6 +68,8 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
         how each argument is split into blocks.
       out_specs: likewise for the outputs: how the blocks make the global result.
       check_rep: check that outputs left unsplit over an axis do not vary along it.
+      axis_names: the mesh axes ``f`` is manual over (default: all); the others are
+        left to XLA's partitioner, and collectives inside may use only these.
     """
     if f is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
@@ -65,14 +79,23 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
         raise TypeError(f"shard_map: mesh must be a minijax.sharding.Mesh, got {mesh!r}")
     if check_vma is not None:
         check_rep = check_vma
-    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
-        raise NotImplementedError("shard_map(axis_names=...) over a subset of the mesh axes")
     name = getattr(f, "__name__", "fun")
+    manual_axes = None  # every mesh axis is manual
+    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
+        unknown = set(axis_names) - set(mesh.axis_names)
+        if unknown:
+            raise ValueError(f"shard_map({name}): axis_names {sorted(unknown)} are not axes "
+                             f"of the mesh {mesh.axis_names}")
+        # manual over these axes only; the others are left to the partitioner
+        manual_axes = tuple(a for a in mesh.axis_names if a in set(axis_names))
+    env_axes = tuple((a, n) for a, n in mesh.shape.items()
+                     if manual_axes is None or a in manual_axes)
 
     @functools.wraps(f)
     def wrapped(*args):
         leaves, in_tree = tree_flatten(args)
         specs = _specs_to_leaves(in_specs, args, "in_specs", name)
+        _check_spec_axes(specs, manual_axes, "in_specs", name)
         ins = [NamedSharding(mesh, s) for s in specs]
         avals = [get_aval(x) for x in leaves]
         locals_ = [local_aval(ShapedArray(a.shape, a.dtype, a.weak_type), s, f"argument {i}")
@@ -85,12 +108,13 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
             out_info.append((out, out_tree))
             return out_leaves, None
 
-        with extend_axis_env(tuple(mesh.shape.items())):
+        with extend_axis_env(env_axes):
             jaxpr, consts, _ = trace_to_jaxpr(flat_fun, locals_,
                                               DebugInfo("shard_map", name, None))
             closed, hoisted = split_tracer_consts(jaxpr, consts)
             out_value, out_tree = out_info[0]
             ospecs = _specs_to_leaves(out_specs, out_value, "out_specs", name)
+            _check_spec_axes(ospecs, manual_axes, "out_specs", name)
             outs = [NamedSharding(mesh, s) for s in ospecs]
             for i, (a, s) in enumerate(zip(closed.out_avals, outs)):
                 if len(s.spec) > len(a.shape):
@@ -100,7 +124,8 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
             body = rewrite_body(closed, all_ins, outs, check_rep, f"shard_map({name})")
             results = shard_map_p.bind(*hoisted, *leaves, jaxpr=body, mesh=mesh,
                                        in_shardings=tuple(all_ins), out_shardings=tuple(outs),
-                                       check_rep=check_rep, name=name)
+                                       check_rep=check_rep, name=name,
+                                       manual_axes=manual_axes)
         return tree_unflatten(out_tree, results)
 
     return wrapped

@@ -19,7 +19,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, axis_size, get_aval
 from minijax.lax._util import type_error
-from minijax.lowering.types import dense_i64
+from minijax.lowering.types import dense_i64, string_attr
 from minijax.transforms.ad import Zero, deflinear, is_undefined
 
 
@@ -339,7 +339,17 @@ def _axis_index_lower(ctx, *, axis_name):
             idx = ctx.op("stablehlo.add", [ctx.op("stablehlo.multiply",
                                                   [idx, ctx.constant(sizes[i], np.uint32)], u32),
                                            v], u32)
-    return ctx.op("stablehlo.convert", [idx], ctx.avals_out[0])
+    out = ctx.op("stablehlo.convert", [idx], ctx.avals_out[0])
+    subgroup = getattr(ctx.module, "spmd_manual", False)
+    if isinstance(subgroup, str):
+        # a shard_map manual over some mesh axes only: partition_id is meaningful in a
+        # fully manual region, whose scalar result is then manual over those axes
+        out = ctx.op("stablehlo.custom_call", [out], ctx.avals_out[0],
+                     {"call_target_name": '"Sharding"', "mhlo.sharding": '"{manual}"'})
+        out = ctx.op("stablehlo.custom_call", [out], ctx.avals_out[0],
+                     {"call_target_name": '"SPMDShardToFullShape"',
+                      "mhlo.sharding": string_attr(subgroup)})
+    return out
 
 
 def _axis_index_batch(trace, vals, dims, *, axis_name):

@@ -4,9 +4,11 @@
 lowering hands the body to XLA's SPMD partitioner as a manually partitioned region:
 each input goes through ``@Sharding`` (its ``NamedSharding``) and
 ``@SPMDFullToShardShape`` (``{manual}``), each output through ``@Sharding``
-(``{manual}``) and ``@SPMDShardToFullShape``; collectives over mesh axes inside the
-body run across partitions (channel handles, global device ids; ``axis_index`` is
-``partition_id``).
+(``{manual}``) and ``@SPMDShardToFullShape``; with ``manual_axes`` (shard_map's
+``axis_names``, a subset of the mesh axes) the blocks are manual over those axes only
+and replicated over the others, which the partitioner handles (``manual_text``);
+collectives over mesh axes inside the body run across partitions (channel handles,
+global device ids; ``axis_index`` is ``partition_id``).
 
 Replication checking: every value in the body is *varying* over a set of mesh axes
 (an input over the axes its spec names; ``psum`` over an axis removes it; other
@@ -213,7 +215,8 @@ def _mesh_env(mesh) -> extend_axis_env:
 
 
 @shard_map_p.def_abstract_eval
-def _shard_map_abstract(*avals, jaxpr, mesh, in_shardings, out_shardings, check_rep, name):
+def _shard_map_abstract(*avals, jaxpr, mesh, in_shardings, out_shardings, check_rep, name,
+                      manual_axes=None):
     for i, (a, s, e) in enumerate(zip(avals, in_shardings, jaxpr.in_avals)):
         local = local_aval(a, s, f"argument {i}")
         if local.shape != e.shape or local.dtype != e.dtype:
@@ -226,7 +229,32 @@ shard_map_p.pp_params = lambda params: {
     "name": params["name"], "mesh": dict(params["mesh"].shape),
     "in_specs": tuple(s.spec for s in params["in_shardings"]),
     "out_specs": tuple(s.spec for s in params["out_shardings"]),
+    **({} if params.get("manual_axes") is None else {"axis_names": params["manual_axes"]}),
     "jaxpr": FreshNames(params["jaxpr"])}
+
+
+def manual_text(mesh, manual_axes, ndim: int) -> str:
+    """The HLO sharding of a block inside the body: ``{manual}`` when every mesh axis is
+    manual (``manual_axes`` None), else manual over ``manual_axes`` and replicated over
+    the others (left to the partitioner), as a subgroup sharding."""
+    if manual_axes is None or len(manual_axes) == len(mesh.axis_names):
+        return "{manual}"
+    names = list(mesh.axis_names)
+    sizes = dict(mesh.shape)
+    auto = [a for a in names if a not in manual_axes]
+    order = [names.index(a) for a in (*manual_axes, *auto)]
+    n_manual = math.prod(sizes[a] for a in manual_axes)
+    n_auto = math.prod(sizes[a] for a in auto)
+    if order == sorted(order):
+        iota = f"<=[{mesh.size}]"
+    else:
+        shape = ",".join(str(sizes[a]) for a in names)
+        iota = f"<=[{shape}]T({','.join(map(str, order))})"
+    if n_auto == 1:
+        tiles = ",".join(["1"] * ndim + [str(n_manual)])
+        return f"{{devices=[{tiles}]{iota} last_tile_dims={{manual}}}}"
+    tiles = ",".join(["1"] * ndim + [str(n_manual), str(n_auto)])
+    return f"{{devices=[{tiles}]{iota} last_tile_dims={{manual, replicated}}}}"
 
 
 def _custom_call(ctx, x, aval, target: str, sharding_text: str):
@@ -236,7 +264,8 @@ def _custom_call(ctx, x, aval, target: str, sharding_text: str):
 
 
 @shard_map_p.def_lowering
-def _shard_map_lower(ctx, *args, jaxpr, mesh, in_shardings, out_shardings, check_rep, name):
+def _shard_map_lower(ctx, *args, jaxpr, mesh, in_shardings, out_shardings, check_rep, name,
+                      manual_axes=None):
     mod = ctx.module
     parts = mod.attrs.get("mhlo.num_partitions", "1 : i32").split(":")[0].strip()
     if int(parts) != mesh.size:
@@ -247,29 +276,35 @@ def _shard_map_lower(ctx, *args, jaxpr, mesh, in_shardings, out_shardings, check
     blocks = []
     for x, s, local in zip(args, in_shardings, jaxpr.in_avals):
         full = _custom_call(ctx, x, x.aval, "Sharding", s.hlo_text(len(x.aval.shape)))
-        blocks.append(_custom_call(ctx, full, local, "SPMDFullToShardShape", "{manual}"))
+        blocks.append(_custom_call(ctx, full, local, "SPMDFullToShardShape",
+                                   manual_text(mesh, manual_axes, len(local.shape))))
     saved = (getattr(mod, "axis_env", ()), getattr(mod, "spmd_manual", False))
-    mod.axis_env, mod.spmd_manual = tuple(mesh.shape.items()), True
+    # True, or for a body manual over some axes only, the sharding of a scalar in it
+    partial = manual_axes is not None and len(manual_axes) < len(mesh.axis_names)
+    mod.axis_env = tuple(mesh.shape.items())
+    mod.spmd_manual = manual_text(mesh, manual_axes, 0) if partial else True
     try:
         outs = ctx.lower_jaxpr(jaxpr, blocks, name=f"shard_map({name})")
     finally:
         mod.axis_env, mod.spmd_manual = saved
     results = []
     for y, s, aval in zip(outs, out_shardings, ctx.avals_out):
-        manual = _custom_call(ctx, y, y.aval, "Sharding", "{manual}")
+        manual = _custom_call(ctx, y, y.aval, "Sharding",
+                              manual_text(mesh, manual_axes, len(y.aval.shape)))
         results.append(_custom_call(ctx, manual, aval, "SPMDShardToFullShape",
                                     s.hlo_text(len(aval.shape))))
     return results
 
 
-def _bind(args, jaxpr, mesh, ins, outs, check_rep, name):
+def _bind(args, jaxpr, mesh, ins, outs, check_rep, name, manual_axes):
     body = rewrite_body(jaxpr, ins, outs, check_rep=False, name=name)
     return shard_map_p.bind(*args, jaxpr=body, mesh=mesh, in_shardings=tuple(ins),
-                            out_shardings=tuple(outs), check_rep=check_rep, name=name)
+                            out_shardings=tuple(outs), check_rep=check_rep, name=name,
+                            manual_axes=manual_axes)
 
 
 def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_shardings, out_shardings, check_rep,
-                   name):
+                   name, manual_axes=None):
     nonzero = [type(t) is not Zero for t in tangents]
     with _mesh_env(mesh):
         body, out_nz = jvp_jaxpr(jaxpr, nonzero, instantiate_out=False)
@@ -277,7 +312,8 @@ def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_shardings, out_sharding
     ins = list(in_shardings) + [s for s, z in zip(in_shardings, nonzero) if z]
     outs_sh = list(out_shardings) + [s for s, z in zip(out_shardings, out_nz) if z]
     with _mesh_env(mesh):
-        outs = _bind([*primals, *nz], body, mesh, ins, outs_sh, check_rep, name)
+        outs = _bind([*primals, *nz], body, mesh, ins, outs_sh, check_rep, name,
+                     manual_axes)
     n = len(out_shardings)
     it = iter(outs[n:])
     avals = [global_aval(a, s) for a, s in zip(jaxpr.out_avals, out_shardings)]
@@ -315,7 +351,7 @@ def _shard_map_partial_eval(eqn, unknowns):
 
 
 def _shard_map_transpose(cts, *args, jaxpr, mesh, in_shardings, out_shardings, check_rep,
-                         name):
+                         name, manual_axes=None):
     nonlin = [a for a in args if not is_undefined(a)]
     nonlin_sh = [s for a, s in zip(args, in_shardings) if not is_undefined(a)]
     lin_sh = [s for a, s in zip(args, in_shardings) if is_undefined(a)]
@@ -326,7 +362,8 @@ def _shard_map_transpose(cts, *args, jaxpr, mesh, in_shardings, out_shardings, c
     with _mesh_env(mesh):
         body = transpose_jaxpr(jaxpr, local_args, local_cts, name)
         outs = _bind([*nonlin, *[instantiate(c) for c in cts]], body, mesh,
-                     [*nonlin_sh, *out_shardings], lin_sh, check_rep, f"transpose({name})")
+                     [*nonlin_sh, *out_shardings], lin_sh, check_rep, f"transpose({name})",
+                     manual_axes)
     it = iter(outs)
     return [next(it) if is_undefined(a) else None for a in args]
 
@@ -341,13 +378,13 @@ class _Abstract:
 
 
 def _shard_map_batch(trace, vals, dims, *, jaxpr, mesh, in_shardings, out_shardings, check_rep,
-                     name):
+                     name, manual_axes=None):
     with _mesh_env(mesh):
         batched, out_dims = batch_jaxpr(jaxpr, dims, trace.axis_size, trace.axis_name)
     ins = [s if d is None else _insert_none(s, d) for s, d in zip(in_shardings, dims)]
     outs = [s if d is None else _insert_none(s, d) for s, d in zip(out_shardings, out_dims)]
     with _mesh_env(mesh):
-        res = _bind(vals, batched, mesh, ins, outs, check_rep, name)
+        res = _bind(vals, batched, mesh, ins, outs, check_rep, name, manual_axes)
     return res, out_dims
 
 

@@ -191,13 +191,15 @@ sharding_constraint_p.def_impl(_sharding_constraint_impl)
 _eager_shard_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _shard_map_impl(*args, jaxpr, mesh, in_shardings, out_shardings, check_rep, name):
+def _shard_map_impl(*args, jaxpr, mesh, in_shardings, out_shardings, check_rep, name,
+                    manual_axes=None):
     """Eagerly: a jit of the one call, its inputs laid out as the in_specs say."""
     fn = _eager_shard_maps.get(jaxpr)
     if fn is None:
         from minijax.stages.jit import jit
         params = dict(jaxpr=jaxpr, mesh=mesh, in_shardings=in_shardings,
-                      out_shardings=out_shardings, check_rep=check_rep, name=name)
+                      out_shardings=out_shardings, check_rep=check_rep, name=name,
+                      manual_axes=manual_axes)
         fn = _eager_shard_maps[jaxpr] = jit(lambda *a: shard_map_p.bind(*a, **params),
                                             in_shardings=tuple(in_shardings))
     return fn(*args)

@@ -508,6 +508,63 @@ def shard_map_transforms():
 
 
 @case
+def shard_map_axis_names_subset():
+    """shard_map manual over part of the mesh (axis_names=): values, the partitioned
+    layout, grads, and the lowering's subgroup shardings, against jax."""
+    import jax
+    import minijax
+    from minijax import lax
+    from minijax.sharding import NamedSharding, PartitionSpec as P
+    JS, JP = jax.sharding.NamedSharding, jax.sharding.PartitionSpec
+    m, jm = _mesh(), _jax_mesh()
+    x = _x(8, 4)
+    rows = []
+    # (manual axes, in spec, out spec, body over lax, input layout spec)
+    cases = [({"x"}, ("x",), (), lambda L: lambda b: L.psum(b, "x"), ("x", "y")),
+             ({"y"}, (None, "y"), (None, "y"), lambda L: lambda b: b * 2 + L.axis_index("y"),
+              ("x",)),
+             ({"y"}, ("y",), (), lambda L: lambda b: L.psum(jnp_sin(b), "y"), ()),
+             ({"x"}, ("x",), ("x",), lambda L: lambda b: b - L.pmean(b, "x"), (None, "y"))]
+    for axes, ispec, ospec, body, layout in cases:
+        a = minijax.device_put(x, NamedSharding(m, P(*layout)))
+        ja = jax.device_put(x, JS(jm, JP(*layout)))
+        mine = minijax.jit(minijax.shard_map(body(lax), mesh=m, in_specs=P(*ispec),
+                                             out_specs=P(*ospec), axis_names=axes))
+        ref = jax.jit(jax.shard_map(body(jax.lax), mesh=jm, in_specs=JP(*ispec),
+                                    out_specs=JP(*ospec), axis_names=axes))
+        got, want = mine(a), ref(ja)
+        rows.append((np.allclose(np.asarray(got), np.asarray(want), rtol=1e-6),
+                     got.shape == want.shape))
+    # grad through a partially manual shard_map
+    def loss(L, sm):
+        f = sm(lambda b: L.psum((b ** 2).sum(), "x"), in_specs=("x",), out_specs=(),
+               axis_names={"x"})
+        return lambda v: f(v) * 3.0
+    gm = minijax.grad(loss(lax, lambda g, in_specs, out_specs, axis_names: minijax.shard_map(
+        g, mesh=m, in_specs=P(*in_specs), out_specs=P(*out_specs), axis_names=axis_names)))(x)
+    gr = jax.grad(loss(jax.lax, lambda g, in_specs, out_specs, axis_names: jax.shard_map(
+        g, mesh=jm, in_specs=JP(*in_specs), out_specs=JP(*out_specs), axis_names=axis_names)))(x)
+    text = minijax.jit(minijax.shard_map(lambda b: lax.psum(b, "y"), mesh=m, in_specs=P("y"),
+                                         out_specs=P(), axis_names={"y"})).lower(x).as_text()
+    errors = []
+    for bad in (lambda: minijax.shard_map(lambda b: lax.psum(b, "y"), mesh=m, in_specs=P("x"),
+                                          out_specs=P(), axis_names={"x"})(x),
+                lambda: minijax.shard_map(lambda b: b, mesh=m, in_specs=P("y"),
+                                          out_specs=P("y"), axis_names={"x"})(x)):
+        try:
+            bad()
+            errors.append(None)
+        except Exception as e:  # noqa: BLE001
+            errors.append(type(e).__name__)
+    return dict(rows=rows, grad=np.allclose(np.asarray(gm), np.asarray(gr), rtol=1e-5),
+                text=text, errors=errors)
+
+
+def jnp_sin(b):
+    return b * 0.5 + 1.0
+
+
+@case
 def pmap_results_stay_sharded():
     import minijax
     from minijax import lax
@@ -635,6 +692,17 @@ def test_reshard_on_devices(results):
     # one device -> sharded: copied device to device, sliced by XLA (outlives the source)
     assert r["spread"] == [("PartitionSpec('y', 'x')", True), ("PartitionSpec()", True)]
     assert r["jit_single"] == ("PartitionSpec(None, 'x')", True)
+
+
+def test_shard_map_axis_names_subset(results):
+    r = get(results, "shard_map_axis_names_subset")
+    assert r["rows"] == [(True, True)] * 4
+    assert r["grad"]
+    # manual over 'y' (the second mesh axis), replicated over 'x': a transposed iota
+    assert ("{devices=[1,1,2,4]<=[4,2]T(1,0) last_tile_dims={manual, replicated}}"
+            in r["text"])  # the same text as jax (GSPMD) gives
+    # a collective over an axis that is not manual; a spec naming one
+    assert r["errors"][0] is not None and r["errors"][1] == "ValueError"
 
 
 def test_persistent_cache_covers_sharded(results):
