@@ -150,6 +150,12 @@ class extend_axis_env:
         _state.axis_env = self.prev
 
 
+def current_axis_env() -> tuple:
+    """The named axes bound where tracing is now: ``((name, size), ...)``, outermost
+    first (pmap, shard_map and xla_computation's axis_env bind them)."""
+    return _state.axis_env
+
+
 def axis_size(name) -> int:
     """The size of named axis ``name``: bound by an enclosing vmap or an axis environment.
 

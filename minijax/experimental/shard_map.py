@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from minijax.core.aval import ShapedArray
-from minijax.core.trace import DebugInfo, extend_axis_env, get_aval, split_tracer_consts, \
-    trace_to_jaxpr
+from minijax.core.trace import (DebugInfo, current_axis_env, extend_axis_env, get_aval,
+                                split_tracer_consts, trace_to_jaxpr)
 from minijax.lax.shard_map import local_aval, rewrite_body, shard_map_p
 from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec
 from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
@@ -93,6 +93,15 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
 
     @functools.wraps(f)
     def wrapped(*args):
+        bound = {a for a, _ in current_axis_env()} & set(mesh.axis_names)
+        if bound:
+            # XLA's GSPMD partitioner aborts the process on manual regions inside
+            # manual regions; refuse here, with a Python error, instead
+            raise ValueError(
+                f"shard_map({name}) is called inside a shard_map (or pmap) body that already "
+                f"binds mesh axes {sorted(bound)}; nested shard_maps are not supported by "
+                "minijax: make the outer shard_map manual over all the axes you need "
+                "(axis_names=) and use collectives over them in one body")
         leaves, in_tree = tree_flatten(args)
         specs = _specs_to_leaves(in_specs, args, "in_specs", name)
         _check_spec_axes(specs, manual_axes, "in_specs", name)
