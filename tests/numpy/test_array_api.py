@@ -77,8 +77,13 @@ def test_from_dlpack_copies_what_it_cannot_share_like_jax():
     odd = np.arange(5, dtype=np.float32)[1:]  # 4 bytes past an allocation: unaligned
     np.testing.assert_array_equal(jnp.from_dlpack(odd), jjnp.from_dlpack(odd))
     strided = np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2]
-    np.testing.assert_array_equal(jnp.from_dlpack(strided), strided)
-    np.testing.assert_array_equal(jnp.from_dlpack(strided.T), strided.T)
+    for v in (strided, strided.T):  # non-compact strides: refused, as jax refuses them
+        with pytest.raises(minijax.errors.JaxRuntimeError, match="compact"):
+            jnp.from_dlpack(v)
+        with pytest.raises(jax.errors.JaxRuntimeError, match="compact"):
+            jjnp.from_dlpack(v)
+    transposed = np.arange(12, dtype=np.int32).reshape(3, 4).T  # a permutation: shared
+    np.testing.assert_array_equal(jnp.from_dlpack(transposed), transposed)
     wide = jnp.from_dlpack(np.arange(3.0))  # float64 narrows with x64 off, as jax
     assert wide.dtype == jjnp.from_dlpack(np.arange(3.0)).dtype == np.float32
     assert jnp.from_dlpack(np.zeros((0, 2), np.bool_)).shape == (0, 2)
