@@ -21,6 +21,11 @@ SRC_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     },
     "jax._src.dtypes": {
         "TypePromotionError": ("minijax.dtypes:TypePromotionError", "equinox"),
+        "extended": ("minijax.dtypes:extended", "flax (linen fp8_ops)"),
+        "ExtendedDType": ("minijax.dtypes:ExtendedDType", "flax (linen fp8_ops)"),
+        "DType": ("numpy:dtype", "flax (linen fp8_ops, an annotation)"),
+        "finfo": ("minijax.dtypes:finfo", "flax (linen fp8_ops)"),
+        "supports_inf": ("minijax.dtypes:supports_inf", "flax (linen fp8_ops)"),
     },
     "jax._src.dispatch": {
         "wait_for_tokens": ("minijax._callback:effects_barrier", "equinox"),
