@@ -22,9 +22,16 @@ def _dot(argv):
     return dot_graph.main(argv)
 
 
+def _run(argv):
+    from minijax import compat
+
+    return compat.run(argv)
+
+
 # name -> (help, main(argv) -> int). Add subcommands (e.g. "dot") here.
 COMMANDS = {
     "demo": ("trace, lower, compile and run a small MLP loss (default)", _demo),
+    "run": ("run a jax program on minijax: run SCRIPT [ARGS] | run -m MODULE [ARGS]", _run),
     "dot": ("draw a function's jaxpr or HLO graph with Graphviz (see dot --help)", _dot),
 }
 DEFAULT = "demo"

@@ -1,8 +1,10 @@
 """jax names that have no counterpart in minijax, so that they exist and say so.
 
 ``unsupported_module(name, reason, **present)`` makes a module ``minijax.<name>`` whose
-attributes other than ``present`` raise ``NotImplementedError`` naming what is missing
-and why; ``unsupported_function(name, reason)`` does the same for one function.
+attributes other than ``present`` raise ``AttributeError`` naming what is missing and why
+(what a library probing with ``getattr``/``hasattr``/``try: ... except AttributeError``
+expects of a name a module lacks); ``unsupported_function(name, reason)`` makes a function
+that is present but raises ``NotImplementedError`` when called.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ class _UnsupportedModule(types.ModuleType):
     def __getattr__(self, attr: str):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise NotImplementedError(f"{self.__name__}.{attr} is not implemented in minijax: "
-                                  f"{self._reason}")
+        raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}: it is not "
+                             f"implemented in minijax ({self._reason})", name=attr, obj=self)
 
 
 def unsupported_module(name: str, reason: str, **present: Any) -> types.ModuleType:
@@ -70,22 +72,12 @@ smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 ref = unsupported_module("ref", _REF, Ref=Ref, new_ref=new_ref, empty_ref=empty_ref,
                          free_ref=free_ref, freeze=freeze)
-ad = unsupported_module("ad", "jax's gradient-reference helpers (jax.ad) are not part of "
-                              "minijax")
-api_util = unsupported_module("api_util", "jax's internal API helpers are not exported; "
-                                          "see minijax.tree_util and minijax.api")
 export = unsupported_module("export", "serializing for other runtimes (jax.export) is not "
                                       "implemented; minijax.stages serializes executables")
 ffi = unsupported_module("ffi", "foreign function calls (jax.ffi) are not implemented; use "
                                 "minijax.pure_callback")
-interpreters = unsupported_module("interpreters", "jax's interpreter internals have no "
-                                                  "counterpart; see minijax.transforms")
 lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)")
 memory = unsupported_module("memory", "minijax has one memory space per device")
-monitoring = unsupported_module("monitoring", "minijax records no monitoring events")
-extend = unsupported_module("extend", "jax's API for extension authors (jax.extend) has no "
-                                      "counterpart; minijax.core and minijax.lax are its "
-                                      "internals")
 cloud_tpu_init = unsupported_module("cloud_tpu_init", "minijax does not set up Cloud TPUs")
 collect_profile = unsupported_module("collect_profile", "minijax has no profiler")
 tools = unsupported_module("tools", "jax's developer tools have no counterpart")

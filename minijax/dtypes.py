@@ -29,6 +29,27 @@ class extended(np.generic):
     ``issubdtype``, e.g. ``issubdtype(key.dtype, minijax.dtypes.extended)``."""
 
 
+class ExtendedDType:
+    """The base class of extended dtype objects (jax's ``dtypes.ExtendedDType``): a
+    library's dtype outside NumPy's names its scalar ``type`` (a subclass of
+    ``extended``) and its ``name``."""
+
+    type: type = extended
+    name: str = "extended"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def supports_inf(dtype) -> bool:
+    """Whether ``dtype`` can hold infinities (float8 variants without them cannot)."""
+    dt = np.dtype(dtype)
+    if dt.kind not in "fc":
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.isinf(np.array(np.inf).astype(dt)))
+
+
 class prng_key(extended):
     """The abstract scalar type of the dtypes of typed PRNG key arrays
     (``minijax.random.key``)."""

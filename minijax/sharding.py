@@ -27,7 +27,13 @@ def make_single_device_sharding(device, *, memory_kind: str | None = None):
 # jax's sharding-in-types API (abstract meshes, explicit/manual axes, a current mesh):
 # present, and raising NotImplementedError that says so.
 AbstractDevice = unsupported_function("AbstractDevice", _SHARDING_IN_TYPES)
-AbstractMesh = unsupported_function("AbstractMesh", _SHARDING_IN_TYPES)
+class AbstractMesh:
+    """jax's mesh without devices (sharding in types); minijax has none: a class (so type
+    annotations naming it work), whose construction raises NotImplementedError."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"minijax.sharding.AbstractMesh is not implemented: "
+                                  f"{_SHARDING_IN_TYPES}")
 ManualAxisType = unsupported_function("ManualAxisType", _SHARDING_IN_TYPES)
 auto_axes = unsupported_function("auto_axes", _SHARDING_IN_TYPES)
 explicit_axes = unsupported_function("explicit_axes", _SHARDING_IN_TYPES)

@@ -34,7 +34,7 @@ LAYERS = {
     "transforms": 1, "lowering": 1,
     "lax": 2,
     "runtime": 3, "stages": 3,
-    "experimental": 5, "example_libraries": 5, "__main__": 5, "demo": 5, "launch": 5,
+    "experimental": 5, "example_libraries": 5, "compat": 5, "__main__": 5, "demo": 5, "launch": 5,
 }
 # Modules placed by name rather than by package, and why.
 MODULE_LAYERS = {

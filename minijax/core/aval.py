@@ -57,7 +57,13 @@ def _invalid_shape_error(shape, context: str) -> TypeError:
     return TypeError(msg)
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base class of abstract values (jax.core.AbstractValue): ``ShapedArray``."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """An array's type: shape, dtype, and whether the dtype is *weak*.
 
     A weak type comes from a Python scalar; it gives way to the other operand's

@@ -21,12 +21,16 @@ __all__ = ["Effect", "NO_EFFECTS", "debug_effect", "eqn_effects", "has_ordered",
 
 
 class Effect:
-    """One kind of side effect; ``ordered`` ones keep their program order."""
+    """One kind of side effect; ``ordered`` ones keep their program order.
+
+    Libraries define their own kinds as jax's extension API does, by subclassing
+    (``class MyEffect(Effect): ...; my_effect = MyEffect()``): the name is then the
+    class's."""
 
     __slots__ = ("name", "ordered")
 
-    def __init__(self, name: str, ordered: bool = False):
-        self.name = name
+    def __init__(self, name: str | None = None, ordered: bool = False):
+        self.name = type(self).__name__ if name is None else name
         self.ordered = ordered
 
     def __repr__(self) -> str:

@@ -38,6 +38,7 @@ from minijax.core.traceback_util import (add_equation_source, process_exception,
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal_files: dict[str, bool] = {}
+_excluded_prefixes: tuple[str, ...] = ()  # register_source_exclusion
 
 
 _frame_walker: Callable | None = None  # the C walk below, when the extension is built
@@ -62,7 +63,9 @@ def user_source(depth: int = 1) -> SourceInfo | None:
         fn = f.f_code.co_filename
         is_int = internal.get(fn)
         if is_int is None:
-            is_int = internal[fn] = fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+            is_int = internal[fn] = (fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+                                     or (_excluded_prefixes != ()
+                                         and fn.startswith(_excluded_prefixes)))
         if not is_int:
             return SourceInfo(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
@@ -237,11 +240,15 @@ class Primitive:
     """
 
     multiple_results = False
+    # Listed in ``registered_primitives`` (minijax's own; not those a library defines
+    # through jax's extension API, ``minijax.extend.core.Primitive``).
+    _listed = True
 
     def __init__(self, name: str, *, multiple_results: bool = False):
         self.name = name
         self.multiple_results = multiple_results
-        _registry.append(self)
+        if self._listed:
+            _registry.append(self)
         self.impl: Callable | None = None
         self.abstract_eval: Callable | None = None
         self.lowering: Callable | None = None
@@ -660,6 +667,84 @@ class JaxprTrace(Trace):
         self.alive = False
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, self.debug)
         return jaxpr, self.consts
+
+
+class CompileTimeEvalTrace(Trace):
+    """Under ``ensure_compile_time_eval``: operations on concrete values run now (at the
+    top level); operations on tracers go to the trace that was current."""
+
+    description = "ensure_compile_time_eval"
+
+    def __init__(self, parent: Trace):
+        self.parent = parent
+        self.alive = True
+
+    def process_primitive(self, prim, args, params):
+        target = self.parent if any(isinstance(x, Tracer) for x in args) else EVAL_TRACE
+        with use_trace(target):
+            return prim.bind(*args, **params)
+
+
+class ensure_compile_time_eval:
+    """Inside ``jit``, evaluate operations on concrete values eagerly (so their results
+    are concrete and Python control flow may depend on them), as jax's.
+
+    >>> @minijax.jit
+    ... def f(x):
+    ...     with minijax.ensure_compile_time_eval():
+    ...         n = int(jnp.sum(jnp.arange(4)))   # a Python int, not a tracer
+    ...     return x * n
+    """
+
+    __slots__ = ("trace", "prev")
+
+    def __enter__(self):
+        self.trace = CompileTimeEvalTrace(_state.trace)
+        self.prev = _state.trace
+        _state.trace = self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+        self.trace.alive = False
+
+
+# ---- the trace state as jax's extension API shows it -----------------------------------
+
+class OpaqueTraceState:
+    """The current trace, as an opaque value that compares equal only to the state of the
+    same trace (``get_opaque_trace_state``: flax checks with it that a value is used at
+    the trace it was made in)."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace: Trace):
+        self._trace = trace
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, OpaqueTraceState) and other._trace is self._trace
+
+    def __hash__(self) -> int:
+        return id(self._trace)
+
+
+def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
+    """The current trace, opaque (as ``jax.extend.core.get_opaque_trace_state``)."""
+    del convention
+    return OpaqueTraceState(_state.trace)
+
+
+def find_top_trace(_=None) -> Trace:
+    """The current trace (as ``jax.extend.core.find_top_trace``, which ignores its
+    argument)."""
+    return _state.trace
+
+
+def register_source_exclusion(path: str) -> None:
+    """Treat the files under ``path`` as library code: the source recorded for an equation
+    is the innermost frame outside them (as ``jax.extend.source_info_util.register_exclusion``)."""
+    global _excluded_prefixes
+    _excluded_prefixes = (*_excluded_prefixes, str(path))
+    _internal_files.clear()
 
 
 def _with_source(err: TypeError, prim: Primitive) -> TypeError:

@@ -60,11 +60,40 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal: dict[str, bool] = {}
 
 
+class _ExcludedPaths(list):
+    """Paths whose frames are filtered like minijax's own (``register_exclusion``; flax
+    edits the list directly, so each change forgets what was classified)."""
+
+    def append(self, path):
+        super().append(path)
+        _internal.clear()
+
+    def remove(self, path):
+        super().remove(path)
+        _internal.clear()
+
+
+_exclude_paths: list[str] = _ExcludedPaths()
+
+
+def register_exclusion(path: str) -> None:
+    """Filter the frames of files under ``path`` (a library's) from tracebacks, as minijax's
+    own (jax's ``traceback_util.register_exclusion``)."""
+    _exclude_paths.append(str(path))
+
+
+def include_frame(frame: types.FrameType) -> bool:
+    """Whether a traceback filter keeps ``frame`` (it is not minijax's nor excluded)."""
+    return not is_internal(frame.f_code.co_filename)
+
+
 def is_internal(filename: str) -> bool:
-    """Whether ``filename`` is a file of the minijax package."""
+    """Whether ``filename`` is a file of the minijax package (or of a path registered with
+    ``register_exclusion``)."""
     r = _internal.get(filename)
     if r is None:
-        r = _internal[filename] = filename.startswith(_PKG_DIR)
+        r = _internal[filename] = filename.startswith(_PKG_DIR) or (
+            bool(_exclude_paths) and filename.startswith(tuple(_exclude_paths)))
     return r
 
 

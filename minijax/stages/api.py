@@ -4,7 +4,6 @@ copy_to_host_async, print_environment_info."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 from collections.abc import Callable
@@ -14,8 +13,8 @@ from minijax.config import State
 from minijax.core import lru
 from minijax.core.aval import ShapedArray, ShapeDtypeStruct
 from minijax.core.jaxpr import ClosedJaxpr, EqnContext
-from minijax.core.trace import (EVAL_TRACE, Trace, Tracer, _state, get_aval, merge_ctx,
-                                use_trace)
+from minijax.core.trace import _state, get_aval, merge_ctx
+from minijax.core.trace import ensure_compile_time_eval  # noqa: F401  (re-exported)
 from minijax.core.traceback_util import api_boundary
 from minijax.tree_util import tree_leaves
 
@@ -82,6 +81,16 @@ class named_scope:
     def __exit__(self, *exc):
         _state.ctx = self._prev
 
+    def __call__(self, fun: Callable) -> Callable:
+        """As a decorator: ``fun``'s operations are traced under this name."""
+        name = self._name
+
+        @functools.wraps(fun)
+        def scoped(*args, **kwargs):
+            with named_scope(name):
+                return fun(*args, **kwargs)
+        return scoped
+
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
     """``fun`` whose operations are traced under ``named_scope(name)`` (default: the
@@ -93,39 +102,6 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
         with named_scope(scope):
             return fun(*args, **kwargs)
     return named
-
-
-class _CompileTimeEvalTrace(Trace):
-    """Under ``ensure_compile_time_eval``: operations on concrete values run now (at the
-    top level); operations on tracers go to the trace that was current."""
-
-    description = "ensure_compile_time_eval"
-
-    def __init__(self, parent: Trace):
-        self.parent = parent
-        self.alive = True
-
-    def process_primitive(self, prim, args, params):
-        target = self.parent if any(isinstance(x, Tracer) for x in args) else EVAL_TRACE
-        with use_trace(target):
-            return prim.bind(*args, **params)
-
-
-@contextlib.contextmanager
-def ensure_compile_time_eval():
-    """Inside ``jit``, evaluate operations on concrete values eagerly (so their results
-    are concrete and Python control flow may depend on them), as jax's.
-
-    >>> @minijax.jit
-    ... def f(x):
-    ...     with minijax.ensure_compile_time_eval():
-    ...         n = int(jnp.sum(jnp.arange(4)))   # a Python int, not a tracer
-    ...     return x * n
-    """
-    trace = _CompileTimeEvalTrace(_state.trace)
-    with use_trace(trace):
-        yield
-    trace.alive = False
 
 
 def disable_jit(disable: bool = True):

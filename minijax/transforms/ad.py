@@ -49,6 +49,14 @@ class Zero:
     def __repr__(self) -> str:
         return f"Zero({self.aval.str_short()})"
 
+    @staticmethod
+    def from_primal_value(val) -> Zero:
+        """The zero tangent of primal ``val`` (as jax's ``Zero.from_primal_value``)."""
+        return Zero(tangent_aval(get_aval(val)))
+
+    def instantiate(self):
+        return zeros_like_aval(self.aval)
+
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of integer and boolean values have dtype float0."""
