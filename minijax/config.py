@@ -189,7 +189,8 @@ class Config:
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
         self._trace_key = self._compute_trace_key()
         for name in _NO_EFFECT:  # set from the environment (MINIJAX_ENABLE_CHECKS=1, ...)
-            _warn_no_effect(name, self._values[name])
+            if name.upper() in os.environ:
+                _warn_no_effect(name, self._values[name])
 
     def update(self, name: str, value: Any) -> None:
         name = _canonical(name)
