@@ -16,6 +16,7 @@ context managers (``minijax.enable_x64(True)``, ``minijax.numpy_rank_promotion("
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 from collections.abc import Callable
 
@@ -85,7 +86,8 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_transfer_guard_host_to_device": (str, lambda n: None, False),
     "minijax_transfer_guard_device_to_host": (str, lambda n: None, False),
     "minijax_transfer_guard_device_to_device": (str, lambda n: None, False),
-    # Accepted and readable, no effect in minijax (jax's debugging / experimental options).
+    # Accepted and readable, no effect in minijax (jax's debugging / experimental options;
+    # _NO_EFFECT below: setting them warns once).
     "minijax_enable_checks": (bool, lambda n: _env_bool(n, False), False),
     "minijax_debug_key_reuse": (bool, lambda n: _env_bool(n, False), False),
     "minijax_no_tracing": (bool, lambda n: False, False),
@@ -104,6 +106,46 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
 }
 
 _GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+
+# Flags accepted for jax programs' sake that change nothing here: name -> the values that
+# describe what minijax does anyway. Setting one to another value warns once per flag (a
+# UserWarning) that it has no effect; every other flag in _FLAGS works as in jax
+# (tests/test_config_flags.py lists them all).
+_NO_EFFECT: dict[str, tuple] = {
+    "minijax_default_matmul_precision": (None,),  # XLA:CPU multiplies f32 exactly anyway
+    "minijax_check_tracer_leaks": (False,),
+    "minijax_transfer_guard_host_to_device": (None, "allow"),
+    "minijax_transfer_guard_device_to_host": (None, "allow"),
+    "minijax_transfer_guard_device_to_device": (None, "allow"),
+    "minijax_enable_checks": (False,),
+    "minijax_debug_key_reuse": (False,),
+    "minijax_no_tracing": (False,),
+    "minijax_no_execution": (False,),
+    "minijax_thread_guard": (False,),
+    "minijax_array_garbage_collection_guard": (None, "allow"),
+    "minijax_allow_f16_reductions": (True,),
+    "minijax_default_prng_impl": ("threefry2x32",),  # the only implementation here
+    "minijax_enable_custom_prng": (False,),
+    "minijax_legacy_prng_key": ("allow",),
+    "minijax_threefry_partitionable": (True,),  # jax's default streams, always
+    "minijax_remove_size_one_mesh_axis_from_type": (False,),
+    "minijax_jax2tf_associative_scan_reductions": (False,),
+    "minijax_auto_pcast": (True,),
+    "minijax_softmax_custom_jvp": (True,),  # softmax always has its custom jvp
+}
+
+# Flags of _NO_EFFECT that have warned already (once per flag and process).
+_warned_no_effect: set[str] = set()
+
+
+def _warn_no_effect(name: str, value: Any) -> None:
+    if value in _NO_EFFECT[name] or name in _warned_no_effect:
+        return
+    _warned_no_effect.add(name)
+    jax_name = "jax_" + name[len("minijax_"):]
+    warnings.warn(f"config flag {jax_name!r} = {value!r} has no effect in minijax "
+                  f"(accepted for compatibility with jax; minijax behaves as "
+                  f"{jax_name} = {_NO_EFFECT[name][-1]!r})", UserWarning, stacklevel=3)
 
 # Flags that take one of a fixed set of strings.
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -147,6 +189,9 @@ class Config:
         self._values: dict[str, Any] = {n: spec[1](n) for n, spec in _FLAGS.items()}
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
         self._trace_key = self._compute_trace_key()
+        for name in _NO_EFFECT:  # set from the environment (MINIJAX_ENABLE_CHECKS=1, ...)
+            if name.upper() in os.environ:
+                _warn_no_effect(name, self._values[name])
 
     def update(self, name: str, value: Any) -> None:
         name = _canonical(name)
@@ -166,6 +211,8 @@ class Config:
                              f"{', '.join(_CHOICES[name])}, got {value!r}")
         if name.endswith("_cache_size") and (value is None or value < 1):
             raise ValueError(f"config flag {name!r} must be an int >= 1, got {value!r}")
+        if name in _NO_EFFECT:
+            _warn_no_effect(name, value)
         self._values[name] = value
         self._trace_key = self._compute_trace_key()
         for fn in self._listeners.get(name, ()):

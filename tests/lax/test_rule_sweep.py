@@ -1093,3 +1093,24 @@ def test_grad_through_real_and_imag_matches_jax(part):
            "grad")
     _close(minijax.grad(lambda v: f(lax, v))(z), jax.grad(lambda v: f(jax.lax, v))(z), 1e-6,
            "grad of a complex input")
+
+
+def test_rules_table_lists_every_primitive_and_its_rules():
+    # `python -m minijax.lax.rules` prints what the listing tests above inspect.
+    import subprocess
+    import sys
+
+    from minijax.lax import rules
+    out = subprocess.run([sys.executable, "-m", "minijax.lax.rules"], capture_output=True,
+                         text=True, timeout=240, check=True).stdout.splitlines()
+    assert out[0].split()[:2] == ["primitive", "abstract"] and out[-1].startswith("total")
+    printed = {line.split()[0]: line.split() for line in out[2:-1]}
+    assert set(printed) == _names()
+    for p in registered_primitives():
+        row = dict(zip(["name"] + [attr for _, attr in rules.COLUMNS],
+                       next(r for r in rules.rows() if r[0] == p.name)))
+        for _, attr in rules.COLUMNS:
+            assert row[attr].startswith("yes") == (getattr(p, attr) is not None), (p.name, attr)
+    assert printed["add"][1:6] == ["yes", "yes", "+mosaic", "yes", "yes"] and \
+        printed["add"][-1] == "minijax.lax.binary"
+    assert printed["exp"][-2:] == ["yes", "minijax.lax.unary"]
