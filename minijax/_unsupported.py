@@ -50,7 +50,7 @@ def unsupported_function(name: str, reason: str) -> Callable:
 # ---- the jax names themselves ------------------------------------------------------------------
 
 _REF = "mutable array references (jax.ref) are not part of minijax"
-_SHARDING_IN_TYPES = ("sharding in types (explicit meshes, jax.set_mesh/reshard/smap) is not "
+_SHARDING_IN_TYPES = ("sharding in types (explicit mesh axes, smap, auto/explicit_axes) is not "
                       "part of minijax; use jit's in_shardings/out_shardings or shard_map")
 
 
@@ -65,8 +65,6 @@ new_ref = unsupported_function("new_ref", _REF)
 empty_ref = unsupported_function("empty_ref", _REF)
 free_ref = unsupported_function("free_ref", _REF)
 freeze = unsupported_function("freeze", _REF)
-reshard = unsupported_function("reshard", _SHARDING_IN_TYPES)
-set_mesh = unsupported_function("set_mesh", _SHARDING_IN_TYPES)
 smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 

@@ -8,15 +8,20 @@
 (2, 2)
 """
 
-from minijax.runtime.sharding import (AxisType, HloShardingOnDevices, Mesh, NamedSharding,
-                                      PartitionSpec, Sharding, SingleDeviceSharding,
-                                      make_mesh)
+from minijax.runtime.sharding import (AbstractMesh, AxisType, HloShardingOnDevices, Mesh,
+                                      NamedSharding, PartitionSpec, Sharding,
+                                      SingleDeviceSharding, get_abstract_mesh, get_mesh,
+                                      make_mesh, set_mesh)
 from minijax.runtime.array import Shard
-from minijax._unsupported import _SHARDING_IN_TYPES, reshard, set_mesh, unsupported_function
+from minijax.runtime.transfer import device_put_tree
+from minijax.core.trace import Tracer
+from minijax.lax.sharding import with_sharding_constraint
+from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._unsupported import _SHARDING_IN_TYPES, unsupported_function
 
-__all__ = ["AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding", "PartitionSpec",
-           "Shard", "Sharding", "SingleDeviceSharding", "make_mesh",
-           "make_single_device_sharding", "reshard", "set_mesh"]
+__all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
+           "PartitionSpec", "Shard", "Sharding", "SingleDeviceSharding", "get_abstract_mesh",
+           "get_mesh", "make_mesh", "make_single_device_sharding", "reshard", "set_mesh"]
 
 
 def make_single_device_sharding(device, *, memory_kind: str | None = None):
@@ -24,19 +29,54 @@ def make_single_device_sharding(device, *, memory_kind: str | None = None):
     return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
+def reshard(xs, out_shardings):
+    """``xs`` (a pytree) laid out as ``out_shardings`` (one sharding or PartitionSpec for
+    every leaf, or a pytree like ``xs``): moved eagerly, a sharding constraint under jit.
+
+    As in jax, the shardings may split arrays only over *explicit* mesh axes (sharding
+    in types), which minijax does not implement: splitting over the Auto axes every
+    minijax mesh has raises ValueError, as jax does for them. Use ``device_put`` or
+    ``lax.with_sharding_constraint``, which take Auto axes.
+    """
+    leaves, tree = tree_flatten(xs)
+    is_spec = lambda s: isinstance(s, PartitionSpec)
+    if isinstance(out_shardings, (Sharding, PartitionSpec)):
+        per_leaf = [out_shardings] * len(leaves)
+    else:
+        per_leaf = tree_flatten(out_shardings, is_leaf=is_spec)[0]
+        if len(per_leaf) != len(leaves):
+            raise ValueError(f"reshard: {len(per_leaf)} shardings for {len(leaves)} arrays")
+    outs = []
+    for x, s in zip(leaves, per_leaf):
+        if isinstance(s, PartitionSpec):
+            if get_abstract_mesh().empty:
+                raise ValueError(
+                    "Using PartitionSpec when you are not under a mesh context is not "
+                    "allowed. Please pass a NamedSharding instance or enter into a mesh "
+                    f"context via `minijax.set_mesh`. Got {s}")
+            s = NamedSharding(get_mesh(), s)
+        spec = getattr(s, "spec", None)
+        if spec is not None:
+            types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+            axis = next((a for d in range(len(spec)) for a in spec.axes_of(d)), None)
+            if axis is not None:
+                raise ValueError(
+                    f"PartitionSpec passed to reshard cannot contain axis names that are "
+                    f"of type Auto or Manual. Got PartitionSpec: {spec} with axis name: "
+                    f"{axis} of type: {types[axis]}. (minijax meshes have Auto axes only: "
+                    "explicit sharding in types is not implemented; use device_put or "
+                    "lax.with_sharding_constraint.)")
+        if isinstance(x, Tracer):
+            outs.append(with_sharding_constraint(x, s))
+        else:
+            outs.append(device_put_tree(x, s))
+    return tree_unflatten(tree, outs)
+
+
 # jax's sharding-in-types API (abstract meshes, explicit/manual axes, a current mesh):
 # present, and raising NotImplementedError that says so.
 AbstractDevice = unsupported_function("AbstractDevice", _SHARDING_IN_TYPES)
-class AbstractMesh:
-    """jax's mesh without devices (sharding in types); minijax has none: a class (so type
-    annotations naming it work), whose construction raises NotImplementedError."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"minijax.sharding.AbstractMesh is not implemented: "
-                                  f"{_SHARDING_IN_TYPES}")
 ManualAxisType = unsupported_function("ManualAxisType", _SHARDING_IN_TYPES)
 auto_axes = unsupported_function("auto_axes", _SHARDING_IN_TYPES)
 explicit_axes = unsupported_function("explicit_axes", _SHARDING_IN_TYPES)
-get_abstract_mesh = unsupported_function("get_abstract_mesh", _SHARDING_IN_TYPES)
-get_mesh = unsupported_function("get_mesh", _SHARDING_IN_TYPES)
 use_abstract_mesh = unsupported_function("use_abstract_mesh", _SHARDING_IN_TYPES)

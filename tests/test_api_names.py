@@ -16,8 +16,7 @@ NOT_YET: dict[str, str] = {}
 
 # Names that exist but raise NotImplementedError when called (no counterpart in minijax);
 # the modules' missing names raise AttributeError (what libraries probing for them catch).
-UNSUPPORTED = ["Ref", "new_ref", "empty_ref", "free_ref", "freeze", "reshard", "set_mesh",
-               "smap"]
+UNSUPPORTED = ["Ref", "new_ref", "empty_ref", "free_ref", "freeze", "smap"]
 UNSUPPORTED_MODULES = ["export", "ffi", "lib", "memory", "ref"]
 
 
@@ -439,5 +438,7 @@ def test_sharding_module_extras_like_jax():
     got = minijax.sharding.make_single_device_sharding(dev)
     want = jax.sharding.make_single_device_sharding(jax.devices()[0])
     assert got.device_set == {dev} and repr(got) == repr(want)
+    assert repr(minijax.sharding.get_mesh()) == repr(jax.sharding.get_mesh())  # none set
+    assert minijax.sharding.get_abstract_mesh().empty and minijax.sharding.get_mesh().empty
     with pytest.raises(NotImplementedError, match="sharding in types"):
-        minijax.sharding.get_mesh()
+        minijax.sharding.auto_axes()

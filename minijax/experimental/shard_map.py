@@ -23,7 +23,7 @@ from minijax.core.aval import ShapedArray
 from minijax.core.trace import (DebugInfo, current_axis_env, extend_axis_env, get_aval,
                                 split_tracer_consts, trace_to_jaxpr)
 from minijax.lax.shard_map import local_aval, rewrite_body, shard_map_p
-from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec
+from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
 from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
                                 tree_unflatten)
 
@@ -55,7 +55,8 @@ def _check_spec_axes(specs: list, manual_axes, what: str, name: str) -> None:
                                  f"{bad[0]!r}, which is not in axis_names {manual_axes}")
 
 
-def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_specs: Any,
+def shard_map(f: Callable | None = None, /, *, mesh: Mesh | None = None, in_specs: Any,
+              out_specs: Any,
               check_rep: bool = True, check_vma: bool | None = None,
               axis_names: Any = None) -> Callable:
     """Map ``f`` over the blocks of its arguments on every device of ``mesh``.
@@ -63,7 +64,7 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
     Args:
       f: a function of per-device blocks (collectives over ``mesh``'s axis names work
         inside).
-      mesh: the ``minijax.sharding.Mesh``.
+      mesh: the ``minijax.sharding.Mesh`` (default: the one ``set_mesh`` set).
       in_specs: a ``PartitionSpec`` per argument (a pytree prefix of the arguments):
         how each argument is split into blocks.
       out_specs: likewise for the outputs: how the blocks make the global result.
@@ -75,6 +76,11 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh, in_specs: Any, out_sp
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                                  check_rep=check_rep, check_vma=check_vma,
                                  axis_names=axis_names)
+    if mesh is None:  # the mesh set_mesh set
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError("shard_map: no mesh given, and none is set; pass mesh= or set "
+                             "one with minijax.set_mesh(mesh)")
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map: mesh must be a minijax.sharding.Mesh, got {mesh!r}")
     if check_vma is not None:

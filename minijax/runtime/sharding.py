@@ -29,6 +29,7 @@ import enum
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,9 +38,10 @@ from jaxlib import _jax, xla_client
 
 from minijax.runtime import backend as _backend
 
-__all__ = ["AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding", "PartitionSpec",
-           "Sharding", "SingleDeviceSharding", "UNCONSTRAINED", "jaxlib_sharding",
-           "make_mesh", "sharding_from_hlo"]
+__all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
+           "PartitionSpec", "Sharding", "SingleDeviceSharding", "UNCONSTRAINED", "jaxlib_sharding",
+           "get_abstract_mesh", "get_mesh", "make_mesh", "named_from_spec", "set_mesh",
+           "sharding_from_hlo"]
 
 Index = tuple[slice, ...]
 
@@ -275,6 +277,24 @@ class Mesh:
         return tuple(self.devices.flat)
 
     @property
+    def empty(self) -> bool:
+        return not self.axis_names
+
+    @classmethod
+    def _empty(cls) -> Mesh:
+        """The mesh without axes or devices (``get_mesh()`` when none is set)."""
+        m = cls.__new__(cls)
+        m.devices = np.empty((0,), dtype=object)
+        m.axis_names, m.axis_types = (), ()
+        m._key = ((), (0,), (), ())
+        m._hash = hash(m._key)
+        return m
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+
+    @property
     def local_devices(self) -> list:
         return [d for d in self.devices.flat if _is_local(d)]
 
@@ -289,6 +309,8 @@ class Mesh:
         return self._hash
 
     def __repr__(self) -> str:
+        if self.empty:
+            return "Mesh(axis_sizes=(), axis_names=())"
         axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
         return f"Mesh(axis_sizes={{{axes}}}, devices={self.device_ids.tolist()})"
 
@@ -303,9 +325,99 @@ class Mesh:
 _mesh_stack: list[Mesh] = []
 
 
+class _SetMesh(threading.local):
+    mesh: Mesh | None = None  # what set_mesh set in this thread
+
+
+_set = _SetMesh()
+
+
 def current_mesh() -> Mesh | None:
-    """The innermost ``with mesh:`` mesh, or None."""
-    return _mesh_stack[-1] if _mesh_stack else None
+    """The innermost ``with mesh:`` mesh, else the one ``set_mesh`` set, or None."""
+    return _mesh_stack[-1] if _mesh_stack else _set.mesh
+
+
+class set_mesh:
+    """Set the mesh of this thread that PartitionSpecs refer to, as ``jax.set_mesh``:
+    a global setter (``set_mesh(mesh)``) or a context manager (``with set_mesh(mesh):``,
+    which restores the previous one on exit). ``None`` unsets it."""
+
+    __slots__ = ("prev",)
+
+    def __init__(self, mesh: Mesh | None):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        self.prev = _set.mesh
+        _set.mesh = mesh
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        _set.mesh = self.prev
+
+
+class AbstractMesh:
+    """A mesh's axis names, sizes and types without its devices (``jax.sharding.
+    AbstractMesh``); ``get_abstract_mesh()`` gives the current mesh's."""
+
+    __slots__ = ("axis_sizes", "axis_names", "axis_types")
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+                 axis_types: AxisType | Sequence[AxisType] | None = None):
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for "
+                             f"{len(self.axis_names)} axis names")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(self.axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types)
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, AbstractMesh) and self.axis_sizes == other.axis_sizes
+                and self.axis_names == other.axis_names
+                and self.axis_types == other.axis_types)
+
+    def __hash__(self) -> int:
+        return hash((self.axis_sizes, self.axis_names, self.axis_types))
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
+        types = ", ".join(t.name for t in self.axis_types)
+        comma = "," if len(self.axis_types) == 1 else ""
+        return f"AbstractMesh({axes or '()'}, axis_types=({types}{comma}))"
+
+
+def get_mesh() -> Mesh:
+    """The mesh ``set_mesh`` (or ``with mesh:``) set; an empty mesh when none is."""
+    m = current_mesh()
+    return Mesh._empty() if m is None else m
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The current mesh's ``AbstractMesh`` (empty when none is set)."""
+    m = current_mesh()
+    return AbstractMesh((), ()) if m is None else m.abstract_mesh
+
+
+def named_from_spec(spec: Any, what: str, error: type = ValueError) -> Any:
+    """``spec`` if it is not a PartitionSpec, else its NamedSharding over the current
+    mesh; with no mesh set, ``error`` saying so (``what`` names the caller)."""
+    if not isinstance(spec, PartitionSpec):
+        return spec
+    m = current_mesh()
+    if m is None:
+        raise error(f"{what}: a PartitionSpec ({spec}) needs a mesh in context; set one "
+                    "with minijax.set_mesh(mesh) (or pass a NamedSharding)")
+    return NamedSharding(m, spec)
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,

@@ -264,9 +264,12 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
     ``__array__``, and ``Array`` (returned as is when already on ``device``,
     else copied). ``device`` may also be a sharding: a ``SingleDeviceSharding``
     means its device; a ``NamedSharding`` puts one buffer per device holding that
-    device's slice (see ``put_sharded``).
+    device's slice (see ``put_sharded``); a ``PartitionSpec`` is one over the mesh
+    ``set_mesh`` set.
     """
     if device is not None and not isinstance(device, _backend.Device):
+        if isinstance(device, _sharding.PartitionSpec):  # over the mesh set_mesh set
+            device = _sharding.named_from_spec(device, "device_put")
         if isinstance(device, _sharding.Sharding):
             return put_sharded(x, device)
         if isinstance(device, _jax.SingleDeviceSharding):
@@ -494,7 +497,7 @@ def block_until_ready(x: Any) -> Any:
 
 def _is_placement(d: Any) -> bool:
     return d is None or isinstance(d, (_backend.Device, _sharding.Sharding,
-                                       _jax.SingleDeviceSharding))
+                                       _jax.SingleDeviceSharding, _sharding.PartitionSpec))
 
 
 _SINGLE_LEAF = frozenset((Array, np.ndarray) + _PY_SCALARS)

@@ -571,6 +571,59 @@ def jnp_sin(b):
 
 
 @case
+def set_mesh_context():
+    """set_mesh (global setter and context), get_mesh/get_abstract_mesh, PartitionSpecs
+    resolved over the set mesh by device_put and shard_map, reshard; against jax."""
+    import jax
+    import minijax
+    from minijax import lax
+    from minijax.sharding import AxisType, NamedSharding, PartitionSpec as P
+    JP = jax.sharding.PartitionSpec
+    m = _mesh()
+    jm = jax.make_mesh((4, 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    x = _x(8, 4)
+    out = {}
+    with minijax.set_mesh(m), jax.set_mesh(jm):
+        am, jam = minijax.sharding.get_abstract_mesh(), jax.sharding.get_abstract_mesh()
+        out["abstract"] = (am.shape == dict(jam.shape), am.axis_names == jam.axis_names,
+                           am.size == jam.size, am.empty == jam.empty,
+                           am.axis_types == (AxisType.Auto,) * 2, am == m.abstract_mesh)
+        out["get_mesh"] = minijax.sharding.get_mesh() == m
+        a, ja = minijax.device_put(x, P("x", "y")), jax.device_put(x, JP("x", "y"))
+        out["put"] = ([(sh.device.id, sh.index) for sh in a.addressable_shards]
+                      == [(sh.device.id, sh.index) for sh in ja.addressable_shards])
+        f = minijax.shard_map(lambda b: lax.psum(b, "x"), in_specs=P("x"), out_specs=P())
+        jf = jax.shard_map(lambda b: jax.lax.psum(b, "x"), in_specs=JP("x"), out_specs=JP())
+        out["shard_map"] = np.allclose(np.asarray(f(x)), np.asarray(jf(x)))
+        r = minijax.reshard(a, NamedSharding(m, P()))  # replicated: no axis named
+        out["reshard"] = (str(r.sharding.spec), np.array_equal(np.asarray(r), x))
+        g = minijax.jit(lambda v: minijax.reshard(v * 2, P()))
+        out["reshard_jit"] = np.array_equal(np.asarray(g(x)), 2 * x)
+        errs = []
+        for fn in (lambda: minijax.reshard(x, P("x")), lambda: jax.reshard(x, JP("x")),
+                   lambda: minijax.reshard(a, NamedSharding(m, P(None, "y"))),
+                   lambda: jax.reshard(ja, jax.sharding.NamedSharding(jm, JP(None, "y")))):
+            try:
+                fn()
+                errs.append(None)
+            except Exception as e:  # noqa: BLE001
+                errs.append(type(e).__name__)
+        out["reshard_auto"] = errs
+        minijax.set_mesh(None)  # the global setter form, inside the context
+        out["unset"] = minijax.sharding.get_abstract_mesh().empty
+    out["restored"] = minijax.sharding.get_mesh().empty
+    minijax.set_mesh(m)
+    out["global"] = minijax.sharding.get_mesh() == m
+    minijax.set_mesh(None)
+    try:
+        minijax.device_put(x, P("x"))
+        out["no_mesh"] = None
+    except ValueError as e:
+        out["no_mesh"] = "set_mesh" in str(e)
+    return out
+
+
+@case
 def pmap_results_stay_sharded():
     import minijax
     from minijax import lax
@@ -709,6 +762,15 @@ def test_shard_map_axis_names_subset(results):
             in r["text"])  # the same text as jax (GSPMD) gives
     # a collective over an axis that is not manual; a spec naming one
     assert r["errors"][0] is not None and r["errors"][1:] == ["ValueError", "ValueError"]
+
+
+def test_set_mesh_context(results):
+    r = get(results, "set_mesh_context")
+    assert r["abstract"] == (True,) * 6 and r["get_mesh"] and r["put"] and r["shard_map"]
+    assert r["reshard"] == ("PartitionSpec()", True)
+    assert r["reshard_jit"]
+    assert r["reshard_auto"] == ["ValueError"] * 4  # splitting over Auto axes, as jax
+    assert r["unset"] and r["restored"] and r["global"] and r["no_mesh"] is True
 
 
 def test_persistent_cache_covers_sharded(results):
