@@ -104,3 +104,63 @@ def test_stub_modules_raise_attribute_error():
     for name in ("export", "ffi", "lib", "memory", "ref"):
         assert not hasattr(getattr(minijax, name), "no_such_name")
     assert not hasattr(minijax.interpreters.ad, "no_such_name")
+
+
+def test_print_saved_residuals_like_jax(capsys):
+    import re
+
+    import jax.ad_checkpoint
+    import jax.numpy as jjnp
+
+    import minijax
+    import minijax.numpy as mjnp
+
+    def f(np_):
+        def fn(W, x):
+            return np_.sum(np_.sin(np_.dot(W, x)))
+        return fn
+
+    import numpy as np
+    args = (np.ones((3, 3), "float32"), np.ones(3, "float32"))
+    jax.ad_checkpoint.print_saved_residuals(f(jjnp), *args)
+    want = capsys.readouterr().out
+    minijax.ad_checkpoint.print_saved_residuals(f(mjnp), *args)
+    got = capsys.readouterr().out
+    # jax adds the column to the line (file.py:12:19) and names the function by its
+    # qualified name; the rest is the same
+    def norm(text):
+        return re.sub(r":(\d+)(:\d+)? \(.*\)$", r":\1", text, flags=re.M)
+    assert norm(want) == norm(got) and "output of cos from" in got
+    assert got.splitlines()[0] == "f32[3,3] from the argument W"
+
+
+def test_config_flags_from_the_command_line():
+    code = ("import jax; jax.config.config_with_absl(); "
+            "print(jax.config.jax_enable_x64, jax.config.jax_numpy_rank_promotion)")
+    script = ("import sys, minijax.compat as c; c.install(); sys.argv += ['--jax_enable_x64', "
+              "'--jax_numpy_rank_promotion=raise', 'other']\n" + code)
+    assert _ok(_python(code=script)).split() == ["True", "raise"]
+
+
+def test_monitoring_and_api_util():
+    import minijax
+    seen = []
+
+    def listener(event, **kw):
+        seen.append((event, kw))
+    minijax.monitoring.register_event_listener(listener)
+    try:
+        minijax.monitoring.record_event("/x", a=1)
+    finally:
+        minijax.monitoring.unregister_event_listener(listener)
+    minijax.monitoring.record_event("/y")
+    assert seen == [("/x", {"a": 1})]
+
+    from minijax import api_util, tree_util
+    from minijax.extend import linear_util as lu
+    args = ((1.0, 2.0), {"k": 3.0})
+    leaves, tree = tree_util.tree_flatten(args)
+    fun, out_tree = api_util.flatten_fun(
+        lu.wrap_init(lambda a, b, k: {"s": a + b + k}), tree)
+    assert fun.call_wrapped(*leaves) == [6.0]
+    assert tree_util.tree_unflatten(out_tree(), [1]) == {"s": 1}
