@@ -221,6 +221,36 @@ class Config:
             for fn in self._listeners.get(TRACE_KEY, ()):
                 fn(value)
 
+    def parse_flags_with_absl(self) -> None:
+        """Set flags from the command line, as jax's: ``--jax_enable_x64``,
+        ``--nojax_enable_x64``, ``--jax_numpy_rank_promotion=raise`` (minijax's names too)
+        in ``sys.argv``; other arguments are left for the program."""
+        import sys
+        for arg in sys.argv[1:]:
+            if not arg.startswith("--"):
+                continue
+            name, eq, value = arg[2:].partition("=")
+            negated = not eq and name.startswith("no") and _canonical(name[2:]) in _FLAGS
+            if negated:
+                name = name[2:]
+            name = _canonical(name)
+            if name not in _FLAGS:
+                continue
+            typ = _FLAGS[name][0]
+            if typ is bool:
+                val: Any = (not negated) if not eq else value.strip().lower() in (
+                    "1", "true", "yes", "on")
+            elif not eq:
+                continue
+            else:
+                val = typ(value) if typ in (int, str) else value
+            self.update(name, val)
+
+    def config_with_absl(self) -> None:
+        """jax's ``config.config_with_absl()``: the flags are read from the command line
+        (``parse_flags_with_absl``)."""
+        self.parse_flags_with_absl()
+
     def on_change(self, name: str, fn: Callable[[Any], None]) -> None:
         """Call ``fn(new_value)`` whenever ``name`` is updated (used by the runtime);
         ``name=TRACE_KEY``: whenever any flag in the trace key is."""
