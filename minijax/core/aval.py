@@ -143,8 +143,22 @@ class ShapeDtypeStruct:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    @classmethod
+    def like(cls, x) -> ShapeDtypeStruct:
+        """The struct of ``x``: an array, tracer, scalar or another struct.
+
+        >>> ShapeDtypeStruct.like(np.ones((2, 3), np.float32))
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+        """
+        if isinstance(x, ShapeDtypeStruct):
+            return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+        from minijax.core.trace import get_aval  # trace imports this module
+        aval = get_aval(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape

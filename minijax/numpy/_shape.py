@@ -14,7 +14,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
-from minijax.core.aval import canonicalize_shape
+from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
@@ -792,8 +792,13 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
 
 
 def _full_like(a, fill_value, dtype, shape):
-    _check_arraylike("full_like", a, fill_value)
-    aval = get_aval(a)
+    if _is_shape_dtype_like(a):
+        # jax takes any object with .shape and .dtype (a ShapeDtypeStruct): a strong type
+        _check_arraylike("full_like", fill_value)
+        aval = ShapedArray(a.shape, dtypes.canonicalize(a.dtype))
+    else:
+        _check_arraylike("full_like", a, fill_value)
+        aval = get_aval(a)
     weak = dtype is None and aval.weak_type
     dt = aval.dtype if dtype is None else dtypes.canonicalize(dtype)
     shape = aval.shape if shape is None else canonicalize_shape(shape, "shape of full_like")
@@ -804,6 +809,11 @@ def _full_like(a, fill_value, dtype, shape):
     else:
         value = np.asarray(fill_value, dt)
     return broadcast_to(value, shape)
+
+
+def _is_shape_dtype_like(a) -> bool:
+    return (not hasattr(a, "aval") and not isinstance(a, (np.ndarray, np.generic))
+            and hasattr(a, "shape") and isinstance(getattr(a, "dtype", None), np.dtype))
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
