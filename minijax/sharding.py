@@ -8,14 +8,14 @@
 (2, 2)
 """
 
-from minijax.runtime.sharding import (AxisType, HloShardingOnDevices, Mesh, NamedSharding,
-                                      PartitionSpec, Sharding, SingleDeviceSharding,
+from minijax.runtime.sharding import (AbstractMesh, AxisType, HloShardingOnDevices, Mesh,
+                                      NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
                                       make_mesh)
 from minijax.runtime.array import Shard
 from minijax._unsupported import _SHARDING_IN_TYPES, reshard, set_mesh, unsupported_function
 
-__all__ = ["AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding", "PartitionSpec",
-           "Shard", "Sharding", "SingleDeviceSharding", "make_mesh",
+__all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
+           "PartitionSpec", "Shard", "Sharding", "SingleDeviceSharding", "make_mesh",
            "make_single_device_sharding", "reshard", "set_mesh"]
 
 
@@ -27,7 +27,6 @@ def make_single_device_sharding(device, *, memory_kind: str | None = None):
 # jax's sharding-in-types API (abstract meshes, explicit/manual axes, a current mesh):
 # present, and raising NotImplementedError that says so.
 AbstractDevice = unsupported_function("AbstractDevice", _SHARDING_IN_TYPES)
-AbstractMesh = unsupported_function("AbstractMesh", _SHARDING_IN_TYPES)
 ManualAxisType = unsupported_function("ManualAxisType", _SHARDING_IN_TYPES)
 auto_axes = unsupported_function("auto_axes", _SHARDING_IN_TYPES)
 explicit_axes = unsupported_function("explicit_axes", _SHARDING_IN_TYPES)

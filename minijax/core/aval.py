@@ -92,7 +92,19 @@ class ShapedArray:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    @property
+    def sharding(self):
+        """The layout in the type: minijax has no sharding in types, so this is jax's
+        sharding of a value outside any mesh, ``NamedSharding(AbstractMesh((), ()),
+        P(None, ...))`` (one ``None`` per dimension)."""
+        if _unsharded is None:
+            raise AttributeError("ShapedArray.sharding needs minijax.runtime.sharding")
+        return _unsharded(len(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
+        if not no_sharding_constraint(sharding):
+            raise NotImplementedError("ShapedArray.update: minijax has no sharding in types; "
+                                      f"only the unsharded sharding is accepted, got {sharding}")
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type)
@@ -116,6 +128,22 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
     __str__ = str_short
+
+
+# The unsharded NamedSharding of an ndim-d value; set by minijax.runtime.sharding (the
+# sharding classes live in the runtime layer, above this one).
+_unsharded = None
+
+
+def no_sharding_constraint(sharding) -> bool:
+    """Whether an ``out_sharding=`` argument asks for nothing: None, or the sharding of a
+    value outside any mesh (over the empty abstract mesh, as ``typeof(x).sharding``)."""
+    return sharding is None or getattr(getattr(sharding, "mesh", None), "empty", False) is True
+
+
+def set_unsharded_factory(fn) -> None:
+    global _unsharded
+    _unsharded = fn
 
 
 _set_shape = ShapedArray.shape.__set__

@@ -20,6 +20,7 @@ from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
 from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, convert, promote_dtypes
+from minijax.lax._util import check_out_sharding
 
 
 def _check_arraylike(fname: str, *args) -> None:
@@ -91,8 +92,9 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
     return newshape
 
 
-def reshape(a, shape=None, *args, order: str = "C", copy=None):
+def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None):
     """``a`` with a new ``shape`` (one entry may be -1); also ``x.reshape(2, 3)``."""
+    check_out_sharding("reshape", out_sharding)
     _check_arraylike("reshape", a)
     if args:
         if len(args) == 1 and isinstance(args[0], str):
@@ -107,8 +109,9 @@ def reshape(a, shape=None, *args, order: str = "C", copy=None):
     return _result(lax.reshape(a, _compute_newshape(aval.shape, aval.size, shape)))
 
 
-def ravel(a, order: str = "C"):
+def ravel(a, order: str = "C", *, out_sharding=None):
     """``a`` flattened to one dimension."""
+    check_out_sharding("ravel", out_sharding)
     _check_arraylike("ravel", a)
     if order != "C":
         raise NotImplementedError(f"ravel: only order='C' is supported, got order={order!r}")
@@ -185,8 +188,9 @@ def squeeze(a, axis=None):
     return _result(lax.squeeze(a, dims))
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
     """``array`` broadcast to ``shape`` with NumPy's rules."""
+    check_out_sharding("broadcast_to", out_sharding)
     _check_arraylike("broadcast_to", array)
     shape = canonicalize_shape(shape, "shape of broadcast_to")
     aval = get_aval(array)
@@ -333,11 +337,13 @@ def tile(A, reps):
     return _result(lax.reshape(out, tuple(r * s for r, s in zip(reps, shape))))
 
 
-def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
+           out_sharding=None):
     """Repeat each element ``repeats`` times along ``axis`` (the flattened array if None).
 
     ``repeats`` is an int or a concrete array with one count per element.
     """
+    check_out_sharding("repeat", out_sharding)
     _check_arraylike("repeat", a)
     if isinstance(repeats, Tracer):
         try:
