@@ -103,19 +103,24 @@ def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None
             shape = (shape, *args)
     if shape is None:
         raise TypeError("reshape() missing required argument 'shape'")
-    if order != "C":
-        raise NotImplementedError(f"reshape: only order='C' is supported, got order={order!r}")
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"np.reshape order={order} is not implemented.")
     aval = get_aval(a)
-    return _result(lax.reshape(a, _compute_newshape(aval.shape, aval.size, shape)))
+    new = _compute_newshape(aval.shape, aval.size, shape)
+    if order == "F":  # column-major: reverse the axes before and after a C-order reshape
+        rev = lax.transpose(a, tuple(range(aval.ndim))[::-1])
+        out = lax.reshape(rev, new[::-1])
+        return _result(lax.transpose(out, tuple(range(len(new)))[::-1]))
+    return _result(lax.reshape(a, new))
 
 
 def ravel(a, order: str = "C", *, out_sharding=None):
     """``a`` flattened to one dimension."""
     check_out_sharding("ravel", out_sharding)
     _check_arraylike("ravel", a)
-    if order != "C":
-        raise NotImplementedError(f"ravel: only order='C' is supported, got order={order!r}")
-    return _result(lax.reshape(a, (get_aval(a).size,)))
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"Ravel not implemented for order={order!r}.")
+    return reshape(a, (get_aval(a).size,), order=order)
 
 
 def flatten(a, order: str = "C"):
