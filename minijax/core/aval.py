@@ -98,7 +98,19 @@ class ShapedArray(AbstractValue):
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    @property
+    def sharding(self):
+        """The layout in the type: minijax has no sharding in types, so this is jax's
+        sharding of a value outside any mesh, ``NamedSharding(AbstractMesh((), ()),
+        P(None, ...))`` (one ``None`` per dimension)."""
+        if _unsharded is None:
+            raise AttributeError("ShapedArray.sharding needs minijax.runtime.sharding")
+        return _unsharded(len(self.shape))
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
+        if not no_sharding_constraint(sharding):
+            raise NotImplementedError("ShapedArray.update: minijax has no sharding in types; "
+                                      f"only the unsharded sharding is accepted, got {sharding}")
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type)
@@ -122,6 +134,22 @@ class ShapedArray(AbstractValue):
         return f"ShapedArray({self.str_short()}{weak})"
 
     __str__ = str_short
+
+
+# The unsharded NamedSharding of an ndim-d value; set by minijax.runtime.sharding (the
+# sharding classes live in the runtime layer, above this one).
+_unsharded = None
+
+
+def no_sharding_constraint(sharding) -> bool:
+    """Whether an ``out_sharding=`` argument asks for nothing: None, or the sharding of a
+    value outside any mesh (over the empty abstract mesh, as ``typeof(x).sharding``)."""
+    return sharding is None or getattr(getattr(sharding, "mesh", None), "empty", False) is True
+
+
+def set_unsharded_factory(fn) -> None:
+    global _unsharded
+    _unsharded = fn
 
 
 _set_shape = ShapedArray.shape.__set__
@@ -149,8 +177,22 @@ class ShapeDtypeStruct:
     def size(self) -> int:
         return math.prod(self.shape)
 
+    @classmethod
+    def like(cls, x) -> ShapeDtypeStruct:
+        """The struct of ``x``: an array, tracer, scalar or another struct.
+
+        >>> ShapeDtypeStruct.like(np.ones((2, 3), np.float32))
+        ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+        """
+        if isinstance(x, ShapeDtypeStruct):
+            return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+        from minijax.core.trace import get_aval  # trace imports this module
+        aval = get_aval(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, no_sharding_constraint
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import Primitive, trace_to_jaxpr
 from minijax.transforms.ad import defjvp_linear
@@ -165,7 +165,7 @@ def identity_primitive(name: str) -> Primitive:
 
 def check_out_sharding(what: str, out_sharding) -> None:
     """jax's ``out_sharding=`` keyword: only None is supported (NotImplementedError)."""
-    if out_sharding is not None:
+    if not no_sharding_constraint(out_sharding):
         raise NotImplementedError(f"{what}: out_sharding is not supported in minijax; use "
                                   f"lax.with_sharding_constraint on the result")
 

@@ -41,6 +41,7 @@ from minijax.lax.dot import _canonical_precision, precision_config
 from minijax.lax.shape import broadcast_in_dim, reshape, rev, transpose
 from minijax.lowering.types import bool_array, dense_i64, i64_array
 from minijax.transforms.ad import Zero, defjvp, is_undefined
+from minijax.core.aval import no_sharding_constraint
 
 _NAME = "conv_general_dilated"
 
@@ -474,7 +475,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
     ...                      dimension_numbers=('NHWC', 'HWIO', 'NHWC')).shape
     (1, 5, 5, 4)
     """
-    if out_sharding is not None:
+    if not no_sharding_constraint(out_sharding):
         raise NotImplementedError(f"{_NAME}: out_sharding is not supported (minijax has no "
                                   f"shardings)")
     la, ra = get_aval(lhs), get_aval(rhs)

@@ -23,6 +23,7 @@ from minijax import random
 from minijax.core import dtypes
 from minijax.random._keys import canonicalize_shape
 from minijax.runtime.transfer import device_put_tree
+from minijax.core.aval import no_sharding_constraint
 
 __all__ = [
     "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
@@ -235,7 +236,7 @@ def orthogonal(scale: RealNumeric = 1.0, column_axis: int = -1,
     ``column_axis`` as its columns, has orthonormal rows or columns (whichever are fewer),
     times ``scale``."""
     def init(key, shape, dtype: DTypeLikeInexact | None = dtype, out_sharding=None):
-        if out_sharding is not None:
+        if not no_sharding_constraint(out_sharding):
             raise NotImplementedError("orthogonal initializer: out_sharding is not supported")
         dtype = _dtype(dtype)
         if len(shape) < 2:
@@ -256,7 +257,7 @@ def delta_orthogonal(scale: RealNumeric = 1.0, column_axis: int = -1,
     spatial centre, which holds an orthogonal (in, out) matrix. The shape must be 3D, 4D
     or 5D with ``shape[-2] <= shape[-1]``."""
     def init(key, shape, dtype: DTypeLikeInexact | None = dtype, out_sharding=None):
-        if out_sharding is not None:
+        if not no_sharding_constraint(out_sharding):
             raise NotImplementedError("delta_orthogonal initializer: out_sharding is not "
                                       "supported")
         dtype = _dtype(dtype)

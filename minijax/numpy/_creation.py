@@ -8,6 +8,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.aval import canonicalize_shape
 from minijax.core.trace import Tracer, get_aval, is_python_scalar, made_in_trace
+from minijax.core.aval import no_sharding_constraint
 
 
 def _canon(dtype, fun_name: str = "asarray"):
@@ -18,7 +19,7 @@ def place(out, device=None, out_sharding=None):
     """``out`` (an array or a pytree of them) on ``device`` (or ``out_sharding``) when
     one is given; tracers stay as they are (their placement is the computation's)."""
     target = device if device is not None else out_sharding
-    if target is None or isinstance(out, Tracer):
+    if no_sharding_constraint(target) or isinstance(out, Tracer):
         return out
     from minijax.runtime.transfer import device_put_tree
     return device_put_tree(out, target)
@@ -78,11 +79,12 @@ def _concat(rows):
     return jnp.concatenate(rows, axis=0)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
+          device=None, out_sharding=None):
     out = asarray(object, dtype=dtype)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
-    return out
+    return place(out, device, out_sharding)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):

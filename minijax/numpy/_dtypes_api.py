@@ -219,6 +219,9 @@ def _typed(x) -> tuple[np.dtype, bool]:
         return dtypes.bool_, False
     if is_python_scalar(x) or hasattr(x, "aval") or isinstance(x, (np.ndarray, np.generic)):
         return get_aval(x).dtype, get_aval(x).weak_type
+    if hasattr(x, "shape") and isinstance(getattr(x, "dtype", None), np.dtype):
+        # a duck-typed array such as a ShapeDtypeStruct: its dtype, strong (as jax's)
+        return dtypes.canonicalize(x.dtype), False
     try:
         dt = np.dtype(x)
     except TypeError:

@@ -23,6 +23,7 @@ from minijax.numpy._promote import (
 )
 from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
 from minijax.stages.eager import fused  # one jitted program when called eagerly
+from minijax.lax._util import check_out_sharding
 
 
 def _result_dtype(preferred_element_type, *args) -> tuple[np.dtype, bool]:
@@ -64,9 +65,10 @@ def _conj(x):
 
 
 @fused(max_args=2)
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: scalar product, vector/matrix products, and for N-D arrays a sum
     over the last axis of ``a`` and the second-to-last of ``b``."""
+    check_out_sharding("dot", out_sharding)
     a = _check_arraylike("dot", a)
     b = _check_arraylike("dot", b)
     dtype, weak = _result_dtype(preferred_element_type, a, b)
@@ -81,9 +83,10 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 
 @fused(max_args=2)
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``matmul`` (the ``@`` operator): batched matrix product; leading (batch)
     dimensions broadcast, 1-D operands act as a row/column vector."""
+    check_out_sharding("matmul", out_sharding)
     a = _check_arraylike("matmul", a)
     b = _check_arraylike("matmul", b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
@@ -132,9 +135,10 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Sum over the last ``axes`` axes of ``a`` and the first of ``b``, or over the given
     pair of axis lists ``(a_axes, b_axes)``."""
+    check_out_sharding("tensordot", out_sharding)
     a = _check_arraylike("tensordot", a)
     b = _check_arraylike("tensordot", b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
@@ -282,9 +286,10 @@ def _sum_labels(x, labels: list[str], drop: set[str]):
 
 
 def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """Einstein summation: ``einsum('ij,jk->ik', a, b)``; supports ``...`` and the implicit
     output form. ``optimize`` is ignored (operands are contracted left to right)."""
+    check_out_sharding("einsum", out_sharding)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):

@@ -14,12 +14,13 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
-from minijax.core.aval import canonicalize_shape
+from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
 from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, convert, promote_dtypes
+from minijax.lax._util import check_out_sharding
 
 
 def _check_arraylike(fname: str, *args) -> None:
@@ -91,8 +92,9 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
     return newshape
 
 
-def reshape(a, shape=None, *args, order: str = "C", copy=None):
+def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None):
     """``a`` with a new ``shape`` (one entry may be -1); also ``x.reshape(2, 3)``."""
+    check_out_sharding("reshape", out_sharding)
     _check_arraylike("reshape", a)
     if args:
         if len(args) == 1 and isinstance(args[0], str):
@@ -101,18 +103,24 @@ def reshape(a, shape=None, *args, order: str = "C", copy=None):
             shape = (shape, *args)
     if shape is None:
         raise TypeError("reshape() missing required argument 'shape'")
-    if order != "C":
-        raise NotImplementedError(f"reshape: only order='C' is supported, got order={order!r}")
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"np.reshape order={order} is not implemented.")
     aval = get_aval(a)
-    return _result(lax.reshape(a, _compute_newshape(aval.shape, aval.size, shape)))
+    new = _compute_newshape(aval.shape, aval.size, shape)
+    if order == "F":  # column-major: reverse the axes before and after a C-order reshape
+        rev = lax.transpose(a, tuple(range(aval.ndim))[::-1])
+        out = lax.reshape(rev, new[::-1])
+        return _result(lax.transpose(out, tuple(range(len(new)))[::-1]))
+    return _result(lax.reshape(a, new))
 
 
-def ravel(a, order: str = "C"):
+def ravel(a, order: str = "C", *, out_sharding=None):
     """``a`` flattened to one dimension."""
+    check_out_sharding("ravel", out_sharding)
     _check_arraylike("ravel", a)
-    if order != "C":
-        raise NotImplementedError(f"ravel: only order='C' is supported, got order={order!r}")
-    return _result(lax.reshape(a, (get_aval(a).size,)))
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"Ravel not implemented for order={order!r}.")
+    return reshape(a, (get_aval(a).size,), order=order)
 
 
 def flatten(a, order: str = "C"):
@@ -185,8 +193,9 @@ def squeeze(a, axis=None):
     return _result(lax.squeeze(a, dims))
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
     """``array`` broadcast to ``shape`` with NumPy's rules."""
+    check_out_sharding("broadcast_to", out_sharding)
     _check_arraylike("broadcast_to", array)
     shape = canonicalize_shape(shape, "shape of broadcast_to")
     aval = get_aval(array)
@@ -333,11 +342,13 @@ def tile(A, reps):
     return _result(lax.reshape(out, tuple(r * s for r, s in zip(reps, shape))))
 
 
-def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
+           out_sharding=None):
     """Repeat each element ``repeats`` times along ``axis`` (the flattened array if None).
 
     ``repeats`` is an int or a concrete array with one count per element.
     """
+    check_out_sharding("repeat", out_sharding)
     _check_arraylike("repeat", a)
     if isinstance(repeats, Tracer):
         try:
@@ -792,8 +803,13 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
 
 
 def _full_like(a, fill_value, dtype, shape):
-    _check_arraylike("full_like", a, fill_value)
-    aval = get_aval(a)
+    if _is_shape_dtype_like(a):
+        # jax takes any object with .shape and .dtype (a ShapeDtypeStruct): a strong type
+        _check_arraylike("full_like", fill_value)
+        aval = ShapedArray(a.shape, dtypes.canonicalize(a.dtype))
+    else:
+        _check_arraylike("full_like", a, fill_value)
+        aval = get_aval(a)
     weak = dtype is None and aval.weak_type
     dt = aval.dtype if dtype is None else dtypes.canonicalize(dtype)
     shape = aval.shape if shape is None else canonicalize_shape(shape, "shape of full_like")
@@ -804,6 +820,11 @@ def _full_like(a, fill_value, dtype, shape):
     else:
         value = np.asarray(fill_value, dt)
     return broadcast_to(value, shape)
+
+
+def _is_shape_dtype_like(a) -> bool:
+    return (not hasattr(a, "aval") and not isinstance(a, (np.ndarray, np.generic))
+            and hasattr(a, "shape") and isinstance(getattr(a, "dtype", None), np.dtype))
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):

@@ -29,6 +29,7 @@ from minijax.numpy._reductions import (_promote_integer_dtype, _reduction_axes, 
 from minijax.numpy._setops import concrete, searchsorted
 from minijax.numpy._shape import (concatenate, expand_dims, linspace, moveaxis, reshape, transpose)
 from minijax.numpy._ufuncs import clip, where_
+from minijax.lax._util import check_out_sharding
 
 
 builtin_range = range  # (the histogram functions take a `range` argument)
@@ -456,8 +457,9 @@ def _percent(name: str, q):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False, *, weights=None):
+               method: str = "linear", keepdims: bool = False, *, weights=None, out_sharding=None):
     """The ``q``-th percentiles (``q`` in [0, 100]); see :func:`quantile`."""
+    check_out_sharding("percentile", out_sharding)
     return quantile(a, _percent("percentile", q), axis=axis, out=out,
                     overwrite_input=overwrite_input, method=method, keepdims=keepdims,
                     weights=weights)
@@ -583,9 +585,10 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
 
 # ---- histograms ------------------------------------------------------------------------------
 
-def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
+def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None, out_sharding=None):
     """The number of occurrences of each non-negative integer in ``x`` (or the sum of its
     ``weights``); ``length`` (static) fixes the result's size for use under jit."""
+    check_out_sharding("bincount", out_sharding)
     x = _array("bincount", x)
     if _dtype(x) == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.int32)

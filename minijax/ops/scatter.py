@@ -20,6 +20,7 @@ from minijax.core.trace import Tracer
 from minijax.lax.slicing import GatherScatterMode
 from minijax.numpy._indexing import _scatter_update
 from minijax.numpy._shape import _check_arraylike
+from minijax.core.aval import no_sharding_constraint
 
 
 def _identity(kind: str, dtype):
@@ -60,7 +61,7 @@ def _num_segments(name: str, num_segments, segment_ids) -> int:
 def _segment_reduce(kind: str, data, segment_ids, num_segments, indices_are_sorted: bool,
                     unique_indices: bool, bucket_size, mode, out_sharding):
     name = f"segment_{kind}"
-    if out_sharding is not None:
+    if not no_sharding_constraint(out_sharding):
         raise NotImplementedError(f"{name}: out_sharding is not supported by minijax")
     _check_arraylike(name, data, segment_ids)
     mode = GatherScatterMode.FILL_OR_DROP if mode is None else mode

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax, xla_client
 
+from minijax.core import aval as _aval
 from minijax.runtime import backend as _backend
 
 __all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
@@ -292,7 +293,7 @@ class Mesh:
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
-        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+        return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
 
     @property
     def local_devices(self) -> list:
@@ -357,45 +358,6 @@ class set_mesh:
         _set.mesh = self.prev
 
 
-class AbstractMesh:
-    """A mesh's axis names, sizes and types without its devices (``jax.sharding.
-    AbstractMesh``); ``get_abstract_mesh()`` gives the current mesh's."""
-
-    __slots__ = ("axis_sizes", "axis_names", "axis_types")
-
-    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
-                 axis_types: AxisType | Sequence[AxisType] | None = None):
-        self.axis_sizes = tuple(int(n) for n in axis_sizes)
-        self.axis_names = tuple(axis_names)
-        if len(self.axis_sizes) != len(self.axis_names):
-            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for "
-                             f"{len(self.axis_names)} axis names")
-        if axis_types is None:
-            axis_types = (AxisType.Auto,) * len(self.axis_names)
-        elif isinstance(axis_types, AxisType):
-            axis_types = (axis_types,) * len(self.axis_names)
-        self.axis_types = tuple(axis_types)
-
-    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
-    size = property(lambda self: math.prod(self.axis_sizes))
-    empty = property(lambda self: not self.axis_names)
-    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
-
-    def __eq__(self, other: Any) -> bool:
-        return (isinstance(other, AbstractMesh) and self.axis_sizes == other.axis_sizes
-                and self.axis_names == other.axis_names
-                and self.axis_types == other.axis_types)
-
-    def __hash__(self) -> int:
-        return hash((self.axis_sizes, self.axis_names, self.axis_types))
-
-    def __repr__(self) -> str:
-        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
-        types = ", ".join(t.name for t in self.axis_types)
-        comma = "," if len(self.axis_types) == 1 else ""
-        return f"AbstractMesh({axes or '()'}, axis_types=({types}{comma}))"
-
-
 def get_mesh() -> Mesh:
     """The mesh ``set_mesh`` (or ``with mesh:``) set; an empty mesh when none is."""
     m = current_mesh()
@@ -439,6 +401,117 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
                 axis_types)
 
 
+class AbstractMesh:
+    """A mesh's axis names, sizes and types without its devices.
+
+    minijax has no sharding in types, so the one abstract mesh that its values carry is
+    the empty one: ``minijax.typeof(x).sharding`` is ``NamedSharding(AbstractMesh((), ()),
+    P(None, ...))``, as in jax for a value outside any mesh.
+
+    >>> AbstractMesh((), ()).empty
+    True
+    """
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], *,
+                 axis_types: AxisType | Sequence[AxisType] | None = None):
+        axis_sizes, axis_names = tuple(int(a) for a in axis_sizes), tuple(axis_names)
+        if len(axis_sizes) != len(axis_names):
+            raise ValueError(f"AbstractMesh: {len(axis_sizes)} axis sizes for "
+                             f"{len(axis_names)} axis names")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(axis_names)
+        self.axis_sizes, self.axis_names = axis_sizes, axis_names
+        self.axis_types = tuple(axis_types)
+        self._key = (axis_sizes, axis_names, self.axis_types)
+
+    @property
+    def empty(self) -> bool:
+        return not self.axis_names
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes) if self.axis_sizes else 0
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        return self
+
+    def _all(self, t: AxisType) -> bool:
+        return not self.empty and all(a == t for a in self.axis_types)
+
+    @property
+    def are_all_axes_auto(self) -> bool:
+        return self._all(AxisType.Auto)
+
+    @property
+    def are_all_axes_explicit(self) -> bool:
+        return self._all(AxisType.Explicit)
+
+    @property
+    def are_all_axes_manual(self) -> bool:
+        return self._all(AxisType.Manual)
+
+    def _axes_of(self, t: AxisType) -> tuple:
+        return tuple(n for n, a in zip(self.axis_names, self.axis_types) if a == t)
+
+    @property
+    def auto_axes(self) -> tuple:
+        return self._axes_of(AxisType.Auto)
+
+    @property
+    def explicit_axes(self) -> tuple:
+        return self._axes_of(AxisType.Explicit)
+
+    @property
+    def manual_axes(self) -> tuple:
+        return self._axes_of(AxisType.Manual)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractMesh) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        types = ", ".join(str(t) for t in self.axis_types)
+        return f"AbstractMesh(({axes}), axis_types=({types}))"
+
+
+EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+def unsharded(ndim: int) -> NamedSharding:
+    """The sharding of a value outside any mesh, as ``minijax.typeof(x).sharding``."""
+    return _unsharded(ndim)
+
+
+@functools.lru_cache(maxsize=64)
+def _unsharded(ndim: int) -> NamedSharding:
+    return NamedSharding(EMPTY_ABSTRACT_MESH, PartitionSpec(*([None] * ndim)))
+
+
+def is_unconstrained(sharding: Any) -> bool:
+    """Whether ``sharding`` says nothing about placement: None, or a NamedSharding over
+    the empty abstract mesh (what ``typeof(x).sharding`` gives)."""
+    return sharding is None or (isinstance(sharding, NamedSharding)
+                                and isinstance(sharding.mesh, AbstractMesh)
+                                and sharding.mesh.empty)
+
+
+_aval.set_unsharded_factory(unsharded)
+
+
 class NamedSharding(Sharding):
     """An array laid out over ``mesh`` as ``spec`` says.
 
@@ -448,8 +521,9 @@ class NamedSharding(Sharding):
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None, *,
                  memory_kind: str | None = None):
-        if not isinstance(mesh, Mesh):
-            raise TypeError(f"NamedSharding: mesh must be a minijax Mesh, got {mesh!r}")
+        if not isinstance(mesh, (Mesh, AbstractMesh)):
+            raise TypeError(f"NamedSharding: mesh must be a minijax Mesh or AbstractMesh, "
+                            f"got {mesh!r}")
         if spec is None:
             spec = PartitionSpec()
         elif not isinstance(spec, PartitionSpec):
@@ -479,6 +553,8 @@ class NamedSharding(Sharding):
 
     @property
     def _device_assignment(self) -> tuple:
+        if isinstance(self.mesh, AbstractMesh):
+            raise ValueError(f"{self} is over an abstract mesh: it has no devices")
         return self.mesh._flat_devices
 
     def __eq__(self, other: Any) -> bool:
@@ -502,6 +578,8 @@ class NamedSharding(Sharding):
         return NamedSharding(self.mesh, spec)
 
     def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
+        if isinstance(self.mesh, AbstractMesh) and self.mesh.empty:
+            return xla_client.HloSharding.replicate()
         return _named_hlo(self.mesh, self._key[1], num_dimensions)
 
     def _check_rank(self, ndim: int, what: str = "an array") -> None:

@@ -326,3 +326,27 @@ def test_pad_with_a_callable_mode_like_jax():
     want = np.asarray(jax.jit(lambda a: jjnp.pad(a, 1, padder))(a))
     np.testing.assert_array_equal(np.asarray(minijax.jit(lambda a: jnp.pad(a, 1, padder))(a)),
                                   want)
+
+
+@pytest.mark.parametrize("shape,new", [((2, 3, 4), (4, 6)), ((6,), (2, 3)), ((2, 3), (-1,)),
+                                       ((2, 3, 4), (3, -1, 2)), ((), (1, 1))])
+def test_reshape_order_f(shape, new):
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    _check(lambda m, a: m.reshape(a, new, order="F"), x)
+    _check(lambda m, a: m.asarray(a).reshape(new, order="F"), x)
+    _check(lambda m, a: m.ravel(a, order="F"), x)
+    g = minijax.grad(lambda a: (jnp.reshape(a, new, order="F") * jnp.arange(x.size).reshape(
+        jnp.reshape(a, new, order="F").shape)).sum())(x)
+    gj = jax.grad(lambda a: (jjnp.reshape(a, new, order="F") * jjnp.arange(x.size).reshape(
+        jjnp.reshape(a, new, order="F").shape)).sum())(x)
+    np.testing.assert_array_equal(g, gj)
+    v = minijax.vmap(lambda a: jnp.reshape(a, new, order="F"))(np.stack([x, x + 1]))
+    vj = jax.vmap(lambda a: jjnp.reshape(a, new, order="F"))(np.stack([x, x + 1]))
+    np.testing.assert_array_equal(v, vj)
+
+
+def test_reshape_order_a_raises_like_jax():
+    with pytest.raises(NotImplementedError):
+        jnp.reshape(jnp.ones(4), (2, 2), order="A")
+    with pytest.raises(NotImplementedError):
+        jjnp.reshape(jjnp.ones(4), (2, 2), order="A")

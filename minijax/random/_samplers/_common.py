@@ -11,6 +11,7 @@ from minijax.core import dtypes
 from minijax.core.trace import Tracer, get_aval
 from minijax.random._keys import _split_impl, canonicalize_shape, check_prng_key
 from minijax.runtime.array import Array
+from minijax.core.aval import no_sharding_constraint
 
 
 class TypePromotionError(ValueError):
@@ -81,7 +82,7 @@ def _check_arraylike(name: str, *args) -> None:
 
 
 def _no_sharding(out_sharding) -> None:
-    if out_sharding is not None:
+    if not no_sharding_constraint(out_sharding):
         raise NotImplementedError("minijax.random: out_sharding is not supported")
 
 
