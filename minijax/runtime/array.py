@@ -234,7 +234,16 @@ class Array(_ArrayBase):
         """
         with _Locked(self):
             self._npy = None
-            self._buf.delete()
+            buf = self._buf
+            if not buf.is_deleted():
+                # Delete through a second jaxlib array object for the same buffer:
+                # deleting a jaxlib array clears its reference to the buffer, which
+                # an execution in another thread may be reading with the GIL released
+                # (a use after free). ``self._buf`` keeps its reference, the buffer is
+                # marked deleted for every holder, and XLA's own usage holds keep the
+                # memory alive until running executions finish; a later use of it
+                # raises "Array has been deleted".
+                _alias(buf, self.aval).delete()
 
     def is_deleted(self) -> bool:
         """Whether the buffer was deleted (explicitly or by donation)."""

@@ -355,3 +355,45 @@ def test_cache_size_flags_must_be_positive(cache_limits, bad):
         cache_limits.update("minijax_jit_cache_size", bad)
     with pytest.raises(TypeError):
         cache_limits.update("minijax_memo_cache_size", "big")
+
+
+@pytest.mark.parametrize("mode", ["jit", "eager"])
+def test_delete_while_another_thread_executes_on_the_array(mode):
+    # issue 23: delete() racing f(a) / a + 1 on the same array crashed (SIGSEGV) in
+    # jaxlib's ExecuteSharded, which reads the argument's buffer reference with the
+    # GIL released. Now the deleting thread never clears that reference; the
+    # execution either runs or raises "deleted".
+    r = _run(f"""
+        import sys, threading, time
+        import minijax, minijax.numpy as jnp
+        sys.setswitchinterval(1e-6)
+        f = minijax.jit(lambda a: a * 2 + 1)
+        errors, rounds = [], 0
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            rounds += 1
+            a = jnp.ones((4 if rounds % 2 else 100_000,))
+            stop = []
+
+            def run():
+                try:
+                    while not stop:
+                        out = f(a) if {mode!r} == "jit" else a + 1
+                        assert float(out[0]) in (2.0, 3.0)
+                except RuntimeError as e:
+                    if "deleted" not in str(e):
+                        errors.append(repr(e))
+                except BaseException as e:
+                    errors.append(repr(e))
+            ts = [threading.Thread(target=run) for _ in range(2)]
+            for t in ts:
+                t.start()
+            a.delete()
+            stop.append(1)
+            for t in ts:
+                t.join()
+            assert a.is_deleted()
+        assert not errors, errors[:3]
+        print("ok", rounds)
+    """)
+    assert r.stdout.startswith("ok")
