@@ -37,6 +37,16 @@ SRC_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "ShapedArray": ("minijax.core:ShapedArray", "flax (linen fp8_ops)"),
         "Tracer": ("minijax.core:Tracer", "flax (linen fp8_ops)"),
     },
+    "jax._src.state.types": {
+        "AbstractRef": ("minijax.experimental.hijax:_AbstractRef", "flax (nnx variablelib)"),
+    },
+    # chex and flax.nnx import checkify's internals under this name
+    "jax._src.checkify": {
+        name: (f"minijax.experimental.checkify:{name}", "flax (nnx transforms)")
+        for name in ("checkify", "check", "Error", "JaxException", "user_checks",
+                     "all_checks", "float_checks", "index_checks", "nan_checks",
+                     "div_checks", "automatic_checks", "Out", "ErrorCategory")
+    },
     "jax._src.xla_bridge": {
         "_backends": ("minijax.runtime.backend:_backends", "chex"),
     },
@@ -60,9 +70,13 @@ def make_module(fullname: str) -> types.ModuleType | None:
     mod._minijax_jax_mode = True
     if fullname in SRC_PACKAGES:
         mod.__path__ = []
+    found = 0
     for name, (where, _lib) in (names or {}).items():
         try:
             setattr(mod, name, _resolve(where))
+            found += 1
         except (ImportError, AttributeError):
             pass  # not provided: the name stays missing (AttributeError)
+    if names and not found:  # its minijax counterpart is absent: so is the module
+        return None
     return mod
