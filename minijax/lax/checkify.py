@@ -339,7 +339,9 @@ def update_error(error: Error, pred, code, metadata: dict, payload, effect) -> E
     had = error._pred.get(effect, False)
     out_pred = _or(had, pred)
     had_arr = np.bool_(had) if had is False else had
-    out_code = select(had_arr, error._code.get(effect, -1), code)
+    if isinstance(code, int):
+        code = np.int32(code)
+    out_code = select(had_arr, error._code.get(effect, np.int32(-1)), code)
     cur = error._payload.get(effect)
     if cur is not None:
         out_payload = tree_map(lambda old, new: select(had_arr, old, new), cur, payload)
@@ -733,3 +735,40 @@ def _register_automatic_checks() -> None:
 
 
 _register_automatic_checks()
+
+
+def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """``closed`` with its consts as leading inputs (for primitives whose sub-jaxprs close
+    over nothing), and those consts."""
+    j = closed.jaxpr
+    if not j.constvars:
+        return closed, []
+    return (ClosedJaxpr(Jaxpr([], [*j.constvars, *j.invars], j.outvars, j.eqns, j.debug_info),
+                        []), list(closed.consts))
+
+
+def hoist_branch_consts(branches: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list]:
+    """Branches that close over nothing, each taking every branch's consts first."""
+    from minijax.core.jaxpr import Var
+    consts = [c for b in branches for c in b.consts]
+    new = []
+    for i, b in enumerate(branches):
+        j = b.jaxpr
+        lead = []
+        for k, other in enumerate(branches):
+            lead.extend(j.constvars if k == i else
+                        [Var(v.aval) for v in other.jaxpr.constvars])
+        new.append(ClosedJaxpr(Jaxpr([], [*lead, *j.invars], j.outvars, j.eqns, j.debug_info),
+                               []))
+    return new, consts
+
+
+def merge_metadata(out_trees, flat) -> Error:
+    """The error out of a primitive whose sub-jaxprs (branches) were checkified apart: the
+    first one's, with every one's codes."""
+    err0, out = tree_unflatten(out_trees[0], flat)
+    md = dict(err0._metadata)
+    for tree in out_trees[1:]:
+        err, _ = tree_unflatten(tree, flat)
+        md.update(err._metadata)
+    return err0._replace(metadata=md), out
