@@ -213,6 +213,8 @@ class BatchedError(JaxException):
 class JaxRuntimeError(ValueError):
     """Raised by ``Error.throw()``, ``check_error`` and a ``check`` run eagerly."""
 
+    _minijax_source = True  # the message is jax's: no "(in check, at ...)" is added
+
 
 # ---- the error value ------------------------------------------------------------------------
 
@@ -463,7 +465,9 @@ def _check_impl(*args, err_tree, debug):
 def _check_lower(ctx, *args, err_tree, debug):
     if debug:
         return []
-    raise ValueError(functionalization_error_message)
+    e = ValueError(functionalization_error_message)
+    e._minijax_source = True  # jax's message as it is (no "(in check, at ...)")
+    raise e
 
 
 def _check_jvp(primals, tangents, *, err_tree, debug):
