@@ -456,6 +456,67 @@ custom_vjp_call_p.def_batch(_custom_vjp_call_batch)
 custom_lin_p.def_transpose(_custom_lin_transpose)
 
 
+
+# ---- checkify: the call checkified; its rules pass the error through (as jax, they are not
+# checked: checkify a jvp or grad to check what it computes) -------------------------------
+
+
+def _checkified_call(error, enabled, args, num_consts, call_jaxpr):
+    """The error (with every kind the call can raise) and the checkified call_jaxpr, which
+    takes the error's leaves after the consts."""
+    from minijax.lax.checkify import checkify_closed
+    avals = [get_aval(x) for x in args]
+
+    def check(err):
+        err_vals, err_tree = tree_flatten(err)
+        in_avals = [*avals[:num_consts], *(get_aval(e) for e in err_vals), *avals[num_consts:]]
+        return err_vals, checkify_closed(call_jaxpr, enabled, err_tree, in_avals, num_consts)
+
+    error = error.add_placeholder_effects(check(error)[1][2])
+    err_vals, (checked, out_tree, _) = check(error)
+    return err_vals, checked, out_tree
+
+
+def _custom_jvp_call_checkify(error, enabled, *args, call_jaxpr, jvp, num_consts, name):
+    err_vals, checked, out_tree = _checkified_call(error, enabled, args, num_consts, call_jaxpr)
+    n = len(err_vals)
+
+    def checked_jvp(primals, tangents):
+        out, tout = jvp(list(primals[n:]), list(tangents[n:]))
+        return [*primals[:n], *out], [*tangents[:n], *tout]
+
+    checked_jvp.__name__ = getattr(jvp, "__name__", "jvp")
+    outs = custom_jvp_call_p.bind(*args[:num_consts], *err_vals, *args[num_consts:],
+                                  call_jaxpr=checked, jvp=checked_jvp, num_consts=num_consts,
+                                  name=name)
+    return tree_unflatten(out_tree, outs)
+
+
+def _custom_vjp_call_checkify(error, enabled, *args, call_jaxpr, fwd, bwd, num_consts, name):
+    err_vals, checked, out_tree = _checkified_call(error, enabled, args, num_consts, call_jaxpr)
+    n = len(err_vals)
+    err_avals = [get_aval(e) for e in err_vals]
+
+    def checked_fwd(primals):
+        out, res = fwd(list(primals[n:]))
+        return [*primals[:n], *out], res
+
+    def checked_bwd(res, cts):
+        return [*(Zero(tangent_aval(a)) for a in err_avals), *bwd(res, list(cts[n:]))]
+
+    checked_fwd.__name__ = getattr(fwd, "__name__", "fwd")
+    checked_bwd.__name__ = getattr(bwd, "__name__", "bwd")
+    checked_fwd.symbolic_zeros = getattr(fwd, "symbolic_zeros", False)
+    outs = custom_vjp_call_p.bind(*args[:num_consts], *err_vals, *args[num_consts:],
+                                  call_jaxpr=checked, fwd=checked_fwd, bwd=checked_bwd,
+                                  num_consts=num_consts, name=name)
+    return tree_unflatten(out_tree, outs)
+
+
+custom_jvp_call_p.def_rule("checkify")(_custom_jvp_call_checkify)
+custom_vjp_call_p.def_rule("checkify")(_custom_vjp_call_checkify)
+
+
 # ---- checkpoint (remat) ---------------------------------------------------------------------
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
@@ -690,3 +751,17 @@ def custom_gradient(fun: Callable) -> Callable:
 
     wrapped.defvjp(fwd, bwd)
     return functools.wraps(fun)(wrapped)
+
+
+def _checkpoint_checkify(error, enabled, *args, jaxpr, prevent_cse, policy):
+    from minijax.lax.checkify import checkify_closed, hoist_consts
+    err_vals, err_tree = tree_flatten(error)
+    in_avals = [get_aval(x) for x in (*err_vals, *args)]
+    checked, out_tree, _ = checkify_closed(jaxpr, enabled, err_tree, in_avals)
+    body, hoisted = hoist_consts(checked)
+    outs = checkpoint_p.bind(*hoisted, *err_vals, *args, jaxpr=body, prevent_cse=prevent_cse,
+                             policy=policy)
+    return tree_unflatten(out_tree, outs)
+
+
+checkpoint_p.def_rule("checkify")(_checkpoint_checkify)

@@ -134,3 +134,23 @@ def _jit_batch(trace, vals, dims, *, jaxpr, name, donated_invars=(), inline=Fals
 
 
 jit_p.def_batch(_jit_batch)
+
+
+# ---- checkify: a jit of the checkified jaxpr, the error's leaves in front ------------------
+
+
+def _jit_checkify(error, enabled, *args, jaxpr, name, donated_invars=(), inline=False,
+                  call_metadata=()):
+    from minijax.core.trace import get_aval
+    from minijax.lax.checkify import checkify_closed
+    from minijax.tree_util import tree_flatten, tree_unflatten
+    err_vals, err_tree = tree_flatten(error)
+    in_avals = [get_aval(x) for x in (*err_vals, *args)]
+    checked, out_tree, _ = checkify_closed(jaxpr, enabled, err_tree, in_avals)
+    donated = (False,) * len(err_vals) + tuple(donated_invars or (False,) * len(args))
+    outs = jit_p.bind(*err_vals, *args, jaxpr=checked, name=name, donated_invars=donated,
+                      inline=inline, call_metadata=call_metadata)
+    return tree_unflatten(out_tree, outs)
+
+
+jit_p.def_rule("checkify")(_jit_checkify)

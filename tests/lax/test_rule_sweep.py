@@ -780,6 +780,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "io_callback": {"case": "side effects; tests/test_callbacks.py"},
     "debug_callback": {"case": "no outputs; tests/test_callbacks.py"},
     "debug_print": {"case": "no outputs; tests/test_callbacks.py"},
+    "check": {"case": "no outputs (raises); tests/experimental/test_checkify.py"},
 }
 
 def _names() -> set[str]:

@@ -374,3 +374,22 @@ cond_p.def_jvp(_cond_jvp)
 cond_p.def_rule("partial_eval")(_cond_partial_eval)
 cond_p.def_transpose(_cond_transpose)
 cond_p.def_batch(_cond_batch)
+
+
+# ---- checkify: every branch checkified, over an error holding every branch's error kinds ----
+
+def _cond_checkify(error, enabled, index, *ops, branches):
+    from minijax.lax.checkify import checkify_closed, hoist_branch_consts, merge_metadata
+    err_vals, err_tree = tree_flatten(error)
+    in_avals = [get_aval(x) for x in (*err_vals, *ops)]
+    effects = set().union(*[checkify_closed(b, enabled, err_tree, in_avals)[2]
+                            for b in branches])
+    err_vals, err_tree = tree_flatten(error.add_placeholder_effects(effects))
+    in_avals = [get_aval(x) for x in (*err_vals, *ops)]
+    checked = [checkify_closed(b, enabled, err_tree, in_avals) for b in branches]
+    new, consts = hoist_branch_consts([c for c, _, _ in checked])
+    outs = cond_p.bind(index, *consts, *err_vals, *ops, branches=tuple(new))
+    return merge_metadata([t for _, t, _ in checked], outs)
+
+
+cond_p.def_rule("checkify")(_cond_checkify)

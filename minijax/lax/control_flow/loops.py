@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.trace import Primitive, Tracer, eval_jaxpr, get_aval
 from minijax.core.traceback_util import api_boundary
 from minijax.lax._util import type_error
@@ -384,3 +384,49 @@ while_p.def_lowering(_while_lower)
 while_p.def_jvp(_while_jvp)
 while_p.def_rule("partial_eval")(_while_partial_eval)
 while_p.def_batch(_while_batch)
+
+
+# ---- checkify: the error is carried; the body also runs the cond's checks on its result -----
+
+def _while_checkify(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    from minijax.core.trace import DebugInfo, trace_to_jaxpr
+    from minijax.lax.checkify import checkify_closed, checkify_jaxpr, hoist_consts
+    from minijax.tree_util import tree_unflatten
+    nc, nb = cond_nconsts, body_nconsts
+    cconsts, bconsts, carry = list(args[:nc]), list(args[nc:nc + nb]), list(args[nc + nb:])
+    # The first evaluation of the cond, here; the others at the end of each iteration.
+    error, _ = checkify_jaxpr(cond_jaxpr, enabled, error, *cconsts, *carry)
+
+    def body_then_cond(*xs):
+        out = eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *xs[nc:])
+        eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, *xs[:nc], *out)
+        return out, None
+
+    avals = [get_aval(x) for x in (*cconsts, *bconsts, *carry)]
+    jaxpr, consts, _ = trace_to_jaxpr(body_then_cond, avals,
+                                      DebugInfo("checkify", "while body", None))
+    full_body = ClosedJaxpr(jaxpr, consts)
+
+    def checked_body(err):
+        err_vals, err_tree = tree_flatten(err)
+        in_avals = [*avals[:nc + nb], *(get_aval(e) for e in err_vals), *avals[nc + nb:]]
+        return err_vals, err_tree, checkify_closed(full_body, enabled, err_tree, in_avals,
+                                                   nc + nb)
+
+    _, _, (_, _, effects) = checked_body(error)
+    error = error.add_placeholder_effects(effects)
+    err_vals, err_tree, (body, out_tree, _) = checked_body(error)
+    n = len(err_vals)
+    cond_avals = [*avals[:nc], *(get_aval(e) for e in err_vals), *avals[nc + nb:]]
+    cond_checked, _, _ = checkify_closed(cond_jaxpr, enabled, err_tree, cond_avals, nc)
+    cj = cond_checked.jaxpr  # only the predicate: the body has the checks
+    cond = dce_jaxpr(Jaxpr(cj.constvars, cj.invars, cj.outvars[n:], cj.eqns, cj.debug_info))
+    cond, hc = hoist_consts(ClosedJaxpr(cond, cond_checked.consts))
+    body, hb = hoist_consts(body)
+    outs = while_p.bind(*hc, *cconsts, *hb, *cconsts, *bconsts, *err_vals, *carry,
+                        cond_jaxpr=cond, cond_nconsts=len(hc) + nc, body_jaxpr=body,
+                        body_nconsts=len(hb) + nc + nb)
+    return tree_unflatten(out_tree, outs)
+
+
+while_p.def_rule("checkify")(_while_checkify)

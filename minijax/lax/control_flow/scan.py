@@ -510,3 +510,33 @@ scan_p.def_jvp(_scan_jvp)
 scan_p.def_rule("partial_eval")(_scan_partial_eval)
 scan_p.def_transpose(_scan_transpose)
 scan_p.def_batch(_scan_batch)
+
+
+# ---- checkify: the error is carried, with every error kind of the body from the start -------
+
+def _scan_checkify(error, enabled, *args, reverse, length, jaxpr, num_consts, num_carry,
+                   unroll):
+    from minijax.lax.checkify import checkify_closed, hoist_consts
+    from minijax.tree_util import tree_unflatten
+    nk = num_consts
+    consts, rest = list(args[:nk]), list(args[nk:])
+    xs_avals = [a.update(shape=a.shape[1:]) for a in
+                (get_aval(x) for x in rest[num_carry:])]
+    carry_avals = [get_aval(x) for x in rest[:num_carry]]
+
+    def body_avals(err_vals):
+        return [*(get_aval(c) for c in consts), *(get_aval(e) for e in err_vals),
+                *carry_avals, *xs_avals]
+
+    err_vals, err_tree = tree_flatten(error)
+    _, _, effects = checkify_closed(jaxpr, enabled, err_tree, body_avals(err_vals), nk)
+    err_vals, err_tree = tree_flatten(error.add_placeholder_effects(effects))
+    checked, out_tree, _ = checkify_closed(jaxpr, enabled, err_tree, body_avals(err_vals), nk)
+    body, hoisted = hoist_consts(checked)
+    outs = scan_p.bind(*hoisted, *consts, *err_vals, *rest, reverse=reverse, length=length,
+                       jaxpr=body, num_consts=len(hoisted) + nk,
+                       num_carry=num_carry + len(err_vals), unroll=unroll)
+    return tree_unflatten(out_tree, outs)
+
+
+scan_p.def_rule("checkify")(_scan_checkify)
