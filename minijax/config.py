@@ -37,6 +37,16 @@ def _env_str(name: str, default: str | None) -> str | None:
     return os.environ.get(name.upper(), default)
 
 
+def _default_cache_dir(name: str) -> str | None:
+    """``MINIJAX_COMPILATION_CACHE_DIR`` if set (empty: the cache off), else the user's
+    cache directory: ``$XDG_CACHE_HOME/minijax`` or ``~/.cache/minijax``."""
+    val = os.environ.get(name.upper())
+    if val is not None:
+        return val or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return os.path.join(base, "minijax")
+
+
 def _env_choice(name: str, default: str, *also: str) -> str:
     """A flag with fixed choices (``_CHOICES``) from ``NAME`` or, failing that, the
     other variables ``also`` (jax's spelling); ValueError for a value not among them."""
@@ -56,7 +66,8 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_explain_cache_misses": (bool, lambda n: _env_bool(n, False), False),
     # None: as XLA decides (one, or --xla_force_host_platform_device_count in XLA_FLAGS)
     "minijax_num_cpu_devices": (int, lambda n: _env_int(n, None), False),
-    "minijax_compilation_cache_dir": (str, lambda n: _env_str(n, None), False),
+    # on by default (the user's cache directory); None or an empty variable: off
+    "minijax_compilation_cache_dir": (str, _default_cache_dir, False),
     # bytes; -1: no limit, 0: cache off (runtime/compilation_cache.py)
     "minijax_compilation_cache_max_size": (int, lambda n: _env_int(n, 1 << 30), False),
     "minijax_platforms": (str, lambda n: _env_str(n, None), False),

@@ -12,6 +12,8 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
+
 import contextlib
 import dataclasses
 import re
@@ -457,13 +459,46 @@ def _types_str(types: list) -> str:
 
 def platform_fingerprint(backend: _backend.Backend | str | None = None,
                          device: _backend.Device | None = None) -> str:
-    """What a serialized executable depends on: jaxlib version, platform, device kind."""
+    """What a serialized executable depends on: jaxlib version, platform, device kind,
+    and on CPU the host's architecture and instruction-set features (XLA:CPU compiles
+    for the host: an executable built for one CPU must not load on another)."""
     import jaxlib.version
     backend = _backend.get_backend(backend)
     device = _default_device(backend, device)
     client = backend.client
-    return (f"jaxlib={jaxlib.version.__version__};platform={backend.platform};"
-            f"platform_version={client.platform_version};device_kind={device.device_kind}")
+    out = (f"jaxlib={jaxlib.version.__version__};platform={backend.platform};"
+           f"platform_version={client.platform_version};device_kind={device.device_kind}")
+    if backend.platform == "cpu":
+        out += f";host={host_cpu_features()}"
+    return out
+
+
+_host_features: str | None = None
+
+
+def host_cpu_features() -> str:
+    """The host CPU: machine, vendor, model and the instruction-set flags the kernel
+    reports (``/proc/cpuinfo``; the processor description elsewhere), read once."""
+    global _host_features
+    if _host_features is None:
+        import platform
+        fields = {}
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    key, _, val = line.partition(":")
+                    key = key.strip()
+                    if key in ("vendor_id", "cpu family", "model", "flags", "Features",
+                               "CPU implementer", "CPU part") and key not in fields:
+                        fields[key] = " ".join(sorted(val.split()))
+                    elif not line.strip() and fields:
+                        break  # the first processor's entry
+        except OSError:
+            pass
+        parts = [platform.machine(), platform.processor()] + [
+            f"{k}={v}" for k, v in sorted(fields.items())]
+        _host_features = hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+    return _host_features
 
 
 # ---- generated code size from the ELF objects of a serialized CPU executable ----------------

@@ -23,7 +23,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from minijax.config import config
@@ -55,14 +55,18 @@ def normalize_options(compiler_options: Mapping[str, Any] | Options | None) -> O
 def compile_module(text: str, out_avals: Sequence[ShapedArray],
                    compiler_options: Mapping[str, Any] | Options | None = None,
                    num_args: int | None = None, *, donated: Sequence[int] = (),
-                   name: str | None = None, device=None, parsed=None
+                   name: str | None = None, device=None, parsed=None,
+                   stripped: Callable[[], str | None] | None = None
                    ) -> _rt_exe.Executable:
     """Compile StableHLO text for ``device`` (the default device if None), or find it
     compiled already (in memory, then in the disk cache).
 
     ``donated``: indices of the parameters aliased to outputs (marked
     ``tf.aliasing_output`` in the text); the runtime marks them when they are reused.
-    ``parsed``: the ``ir.Module`` the text parses to, when the caller has it.
+    ``parsed``: the ``ir.Module`` the text parses to, when the caller has it;
+    ``stripped``: a function giving the module as MLIR prints it without locations,
+    or None (``Lowered``'s, printed from the builder): the disk cache's key is then
+    made without parsing.
     """
     options = normalize_options(compiler_options)
     callbacks = bool(getattr(text, "host_callbacks", ()))  # runtime/callback.py
@@ -81,10 +85,11 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
     key = None
     if _disk.cache_dir() is not None and not (callbacks or checked):  # process-bound
         # parsed once: the key's location-free text, and on a miss what XLA compiles
-        if parsed is None:
+        stripped = stripped() if stripped is not None and parsed is None else None
+        if parsed is None and stripped is None:
             parsed = _parse(text)
         key = cache_key(text, options, num_args, len(out_avals), backend, device,
-                        parsed=parsed)
+                        parsed=parsed, stripped=stripped)
         exe = _cache_load(key, name, lambda data: _rt_exe.deserialize(
             data, out_avals, backend, device=device, donated=donated))
         if exe is not None:
@@ -168,16 +173,19 @@ def _parse(text: str):
 
 
 def cache_key(text: str, options: Options, num_args: int | None, num_outputs: int,
-              backend, device, placement: Placement | None = None, *, parsed=None) -> str:
+              backend, device, placement: Placement | None = None, *, parsed=None,
+              stripped: str | None = None) -> str:
     """The persistent-cache key of one compilation.
 
     The module is hashed without its locations (file names and line numbers would
     make moved code miss); everything else that changes the executable is included:
     for a partitioned program, its device assignment and in/out shardings.
-    ``parsed``: the module ``text`` parses to, when the caller has it.
+    ``parsed``: the module ``text`` parses to, when the caller has it; ``stripped``:
+    its text without locations (what MLIR prints), when the caller has it.
     """
     from minijax.lowering import mlir
-    stripped = mlir.to_text(_parse(text) if parsed is None else parsed, debug_info=False)
+    if stripped is None:
+        stripped = mlir.to_text(_parse(text) if parsed is None else parsed, debug_info=False)
     parts = [
         stripped,
         repr(options),

@@ -148,15 +148,33 @@ class Lowered(_StageInfo):
         self._compiler_options = compiler_options
         self._module = None  # the text parsed, once
         self._xla = None  # the module as HLO, converted (and checked) once
+        self._pretty_text = None  # as_text() without locations, made once
 
     def _ir(self):
         if self._module is None:
             self._module = mlir.parse(self._text)
         return self._module
 
+    def _pretty(self) -> str:
+        """The module as MLIR prints it without locations: printed from the builder
+        when it can be (no parse), else parsed and printed by MLIR; made once."""
+        if self._pretty_text is None:
+            text = self._info.pretty_text() if self._module is None else None
+            self._pretty_text = text if text is not None else mlir.to_text(self._ir())
+        return self._pretty_text
+
+    def _stripped(self) -> str | None:
+        """The text without locations when it is known without parsing (for the disk
+        cache's key), else None."""
+        if self._pretty_text is None and self._module is None:
+            self._pretty_text = self._info.pretty_text()
+        return self._pretty_text
+
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """StableHLO (default) or HLO text of the lowered module."""
         if dialect in (None, "stablehlo", "mhlo"):
+            if not debug_info:
+                return self._pretty()
             return mlir.to_text(self._ir(), debug_info=debug_info)
         if dialect == "hlo":
             return self.compiler_ir("hlo").as_hlo_text()
@@ -213,7 +231,7 @@ class Lowered(_StageInfo):
                                      len(entry.in_avals) if kept is None else len(kept),
                                      donated=entry.aliased_inputs if kept is None else
                                      entry.param_aliased(), name=entry.name, device=device,
-                                     parsed=self._module)
+                                     parsed=self._module, stripped=self._stripped)
             except Exception as e:  # XLA's errors carry the locations of the equations
                 add_xla_error_source(e, entry.closed.jaxpr, self._text)
                 raise

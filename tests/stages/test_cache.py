@@ -122,7 +122,7 @@ def test_key_ignores_locations_but_not_the_program(cache_dir):
     assert compile_count() == before + 2
 
 
-def test_module_parsed_once_per_cached_compile(cache_dir, monkeypatch):
+def test_module_not_parsed_in_python_per_cached_compile(cache_dir, monkeypatch):
     from minijax.lowering import mlir
     from minijax.runtime.backend import get_backend
     parsed, compiled = [], []
@@ -134,9 +134,17 @@ def test_module_parsed_once_per_cached_compile(cache_dir, monkeypatch):
     x = np.arange(3, dtype=np.float32)
     f = minijax.jit(lambda x: jnp.cos(x) * 5)
     np.testing.assert_allclose(np.asarray(f(x)), np.cos(x) * 5, rtol=1e-6)
-    # the key's text and XLA's input come from one parse; XLA gets the parsed module
-    assert len(parsed) == 1 and compiled == [type(real_parse(parsed[0]))]
+    # the key's text is printed from the builder (lowering/pretty.py): nothing is
+    # parsed in Python, and XLA parses the module text once, itself
+    assert parsed == [] and compiled == [str]
     assert len(_entries(cache_dir)) == 1
+    # a module the printer does not spell is parsed once: key and XLA's input
+    parsed.clear()
+    compiled.clear()
+    g = minijax.jit(lambda x: x * 1.2345678)
+    np.testing.assert_allclose(np.asarray(g(x)), x * np.float32(1.2345678), rtol=1e-6)
+    assert len(parsed) == 1 and compiled == [type(real_parse(parsed[0]))]
+    assert len(_entries(cache_dir)) == 2
 
 
 def test_off_by_default(monkeypatch):
