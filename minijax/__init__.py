@@ -62,7 +62,8 @@ from minijax.config import (allow_f16_reductions, array_garbage_collection_guard
                             transfer_guard_host_to_device)
 from minijax.core.dtypes import float0
 from minijax.sharding import NamedSharding, Shard
-from minijax._unsupported import (Ref, ad, api_util, empty_ref, export, ffi,  # noqa: F401
+from minijax import export  # noqa: F401
+from minijax._unsupported import (Ref, ad, api_util, empty_ref, ffi,  # noqa: F401
                                  free_ref, freeze, interpreters, lib, memory, monitoring,
                                  new_ref, ref, reshard, set_mesh, smap, extend,
                                  cloud_tpu_init, collect_profile, tools)

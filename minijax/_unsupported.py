@@ -74,8 +74,6 @@ ad = unsupported_module("ad", "jax's gradient-reference helpers (jax.ad) are not
                               "minijax")
 api_util = unsupported_module("api_util", "jax's internal API helpers are not exported; "
                                           "see minijax.tree_util and minijax.api")
-export = unsupported_module("export", "serializing for other runtimes (jax.export) is not "
-                                      "implemented; minijax.stages serializes executables")
 ffi = unsupported_module("ffi", "foreign function calls (jax.ffi) are not implemented; use "
                                 "minijax.pure_callback")
 interpreters = unsupported_module("interpreters", "jax's interpreter internals have no "

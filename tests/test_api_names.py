@@ -17,7 +17,7 @@ NOT_YET: dict[str, str] = {}
 # Names that exist but raise NotImplementedError (no counterpart in minijax).
 UNSUPPORTED = ["Ref", "new_ref", "empty_ref", "free_ref", "freeze", "reshard", "set_mesh",
                "smap"]
-UNSUPPORTED_MODULES = ["ad", "api_util", "export", "ffi", "interpreters", "lib", "memory",
+UNSUPPORTED_MODULES = ["ad", "api_util", "ffi", "interpreters", "lib", "memory",
                        "monitoring", "ref"]
 
 
