@@ -242,7 +242,7 @@ def _to_calling_convention(text: str, multi_platform: bool) -> str:
 
 
 def _tangent_aval(a: ShapedArray) -> ShapedArray:
-    if dtypes.issubdtype(a.dtype, np.inexact):
+    if dtypes.is_inexact(a.dtype):
         return ShapedArray(a.shape, a.dtype)
     return ShapedArray(a.shape, dtypes.float0)
 
