@@ -62,10 +62,11 @@ from minijax.config import (allow_f16_reductions, array_garbage_collection_guard
                             transfer_guard_host_to_device)
 from minijax.core.dtypes import float0
 from minijax.sharding import NamedSharding, Shard, reshard, set_mesh  # noqa: F401
-from minijax._unsupported import (Ref, empty_ref, export, ffi,  # noqa: F401
+from minijax._unsupported import (Ref, empty_ref, ffi,  # noqa: F401
                                  free_ref, freeze, lib, memory,
                                  new_ref, ref, smap,
                                  cloud_tpu_init, collect_profile, tools)
+from minijax import export  # noqa: F401
 from minijax import ad, api_util, monitoring  # noqa: F401
 from minijax import extend, interpreters  # noqa: F401
 from minijax import ad_checkpoint, flatten_util, test_util  # noqa: F401

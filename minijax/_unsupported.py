@@ -70,8 +70,6 @@ smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 ref = unsupported_module("ref", _REF, Ref=Ref, new_ref=new_ref, empty_ref=empty_ref,
                          free_ref=free_ref, freeze=freeze)
-export = unsupported_module("export", "serializing for other runtimes (jax.export) is not "
-                                      "implemented; minijax.stages serializes executables")
 ffi = unsupported_module("ffi", "foreign function calls (jax.ffi) are not implemented; use "
                                 "minijax.pure_callback")
 lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)")

@@ -17,7 +17,7 @@ NOT_YET: dict[str, str] = {}
 # Names that exist but raise NotImplementedError when called (no counterpart in minijax);
 # the modules' missing names raise AttributeError (what libraries probing for them catch).
 UNSUPPORTED = ["Ref", "new_ref", "empty_ref", "free_ref", "freeze", "smap"]
-UNSUPPORTED_MODULES = ["export", "ffi", "lib", "memory", "ref"]
+UNSUPPORTED_MODULES = ["ffi", "lib", "memory", "ref"]
 
 
 def test_every_public_jax_name_exists():

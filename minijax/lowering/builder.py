@@ -351,6 +351,9 @@ class ModuleBuilder:
         self.host_callbacks: list = []
         self.ordered_effects = False
         self.tagged: list[dict] = []  # the frontend attributes of the ops rendered
+        # Top-level ops spliced in as text (the functions of an imported module:
+        # ``minijax.export``), rendered after the functions built here.
+        self.raw: list[str] = []
 
     def new_function(self, name: str, visibility: str = "private") -> FunctionBuilder:
         # A taken name gets the suffix _N from one counter per module (as jax's symbol table
@@ -372,6 +375,7 @@ class ModuleBuilder:
         self.tagged = []
         for fn in self.functions:
             fn.render(out, self.tagged)
+        out.extend(self.raw)
         out.append("} loc(unknown)")
         return "\n".join(out) + "\n"
 

@@ -1,0 +1,496 @@
+"""``Exported``: a jitted function lowered to StableHLO in jax's calling convention.
+
+``export(jit(f))(*specs)`` lowers ``f`` and rewrites the module the way ``jax.export``
+does (calling convention version 10): ``@main`` takes the array arguments that the
+function uses (``module_kept_var_idx``), preceded by a ``tensor<i32>`` platform index
+(attribute ``jax.global_constant = "_platform_index"``) when more than one platform is
+targeted; the module carries ``jax.uses_shape_polymorphism``. The module is kept as a
+StableHLO portable artifact (``mlir_module_serialized``), which is what jax stores.
+
+``Exported.call`` binds ``call_exported``: its lowering splices the artifact's functions
+into the caller's module and calls its ``main`` (so it works under ``jit``), it runs
+eagerly through the generic one-equation path, ``vmap`` runs it once per element in a
+loop, and reverse-mode AD calls the exported vjp (``Exported.vjp()``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray, ShapeDtypeStruct
+from minijax.core.trace import Primitive, eval_jaxpr, get_aval
+from minijax.lowering.lower import ModuleText
+from minijax.lowering.types import type_of
+from minijax.runtime import backend as _backend
+from minijax.runtime import portable
+from minijax.stages.jit import Wrapped
+from minijax.tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["DisabledSafetyCheck", "Exported", "call", "call_exported",
+           "default_export_platform", "export", "maximum_supported_calling_convention_version",
+           "minimum_supported_calling_convention_version"]
+
+minimum_supported_calling_convention_version = 9
+maximum_supported_calling_convention_version = 10
+CALLING_CONVENTION_VERSION = 10
+
+
+class DisabledSafetyCheck:
+    """A safety check not to run when exporting or calling (as jax's)."""
+
+    __slots__ = ("_impl",)
+
+    @classmethod
+    def platform(cls) -> DisabledSafetyCheck:
+        """Allow calling on a platform the function was not exported for."""
+        return DisabledSafetyCheck("platform")
+
+    @classmethod
+    def custom_call(cls, target_name: str) -> DisabledSafetyCheck:
+        """Allow a custom call whose target has no compatibility guarantee."""
+        return DisabledSafetyCheck(f"custom_call:{target_name}")
+
+    @classmethod
+    def shape_assertions(cls) -> DisabledSafetyCheck:
+        """(Deprecated in jax, a no-op.)"""
+        return DisabledSafetyCheck("shape_assertions")
+
+    def is_custom_call(self) -> str | None:
+        """The target name, if this disables the check of one custom call."""
+        return self._impl[len("custom_call:"):] if self._impl.startswith("custom_call:") \
+            else None
+
+    def __init__(self, _impl: str):
+        self._impl = _impl
+
+    def __str__(self) -> str:
+        return self._impl
+
+    __repr__ = __str__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DisabledSafetyCheck) and self._impl == other._impl
+
+    def __hash__(self) -> int:
+        return hash(self._impl)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Exported:
+    """A function lowered to StableHLO for one set of argument types (as ``jax.export``'s).
+
+    Attributes: ``fun_name``, ``in_tree`` (of ``(args, kwargs)``), ``in_avals``,
+    ``out_tree``, ``out_avals``, ``in_shardings_hlo`` / ``out_shardings_hlo`` (None:
+    unspecified), ``nr_devices``, ``platforms``, ``ordered_effects``,
+    ``unordered_effects``, ``disabled_safety_checks``, ``mlir_module_serialized`` (the
+    portable artifact), ``calling_convention_version``, ``module_kept_var_idx`` (the
+    arguments ``@main`` takes), ``uses_global_constants`` (the module needs shape
+    refinement: symbolic shapes or a platform index).
+    """
+
+    fun_name: str
+    in_tree: Any
+    in_avals: tuple
+    out_tree: Any
+    out_avals: tuple
+    _has_named_shardings: bool
+    _in_named_shardings: tuple
+    _out_named_shardings: tuple
+    in_shardings_hlo: tuple
+    out_shardings_hlo: tuple
+    nr_devices: int
+    platforms: tuple
+    ordered_effects: tuple
+    unordered_effects: tuple
+    disabled_safety_checks: Sequence[DisabledSafetyCheck]
+    mlir_module_serialized: bytes
+    calling_convention_version: int
+    module_kept_var_idx: tuple
+    uses_global_constants: bool
+    _get_vjp: Callable[[Exported], Exported] | None
+
+    def mlir_module(self, serialized: bool = True):
+        """The module as text (or, with ``serialized=False``, as an ``ir.Module``)."""
+        module = portable.deserialize(self.mlir_module_serialized)
+        return portable.to_text(module) if serialized else module
+
+    def __str__(self) -> str:
+        return f"Exported(fun_name={self.fun_name}, ...)"
+
+    __repr__ = __str__
+
+    def has_vjp(self) -> bool:
+        """Whether this Exported can give its vjp (``vjp()``)."""
+        return self._get_vjp is not None
+
+    def vjp(self) -> Exported:
+        """The exported vjp: takes the primal arguments then one cotangent per primal
+        output (flat), returns the cotangents of the flat primal inputs."""
+        if self._get_vjp is None:
+            raise ValueError("No VJP is available")
+        cached = _vjp_cache.get(self)
+        if cached is None:
+            cached = _vjp_cache[self] = self._get_vjp(self)
+        return cached
+
+    def serialize(self, vjp_order: int = 0) -> bytearray:
+        """The bytes of this Exported in jax's format; ``vjp_order=n`` also stores ``n``
+        orders of vjp (for ``grad`` of order ``n`` of the deserialized function)."""
+        from minijax.export._serialization import serialize
+        return serialize(self, vjp_order=vjp_order)
+
+    def call(self, *args, **kwargs):
+        """Call the exported function (under ``jit``, ``grad``, ``vmap`` or eagerly)."""
+        return call_exported(self)(*args, **kwargs)
+
+    def in_shardings_jax(self, mesh) -> tuple:
+        """Shardings for the arguments on ``mesh`` (None where unspecified)."""
+        return tuple(_named_on_mesh(s, mesh) for s in self._in_named_shardings)
+
+    def out_shardings_jax(self, mesh) -> tuple:
+        return tuple(_named_on_mesh(s, mesh) for s in self._out_named_shardings)
+
+
+def _named_on_mesh(s, mesh):
+    if s is None:
+        return None
+    from minijax.sharding import NamedSharding, PartitionSpec
+    return NamedSharding(mesh, PartitionSpec(*s.spec))
+
+
+_vjp_cache: dict = {}
+
+
+def default_export_platform() -> str:
+    """The platform exports target by default: the default backend's (``"cpu"``,
+    ``"cuda"``, ...)."""
+    return _canonical_platform(_backend.default_backend())
+
+
+def _canonical_platform(p: str) -> str:
+    p = p.lower()
+    return {"gpu": "cuda", "host": "cpu"}.get(p, p)
+
+
+# ---- export --------------------------------------------------------------------------------
+
+# Custom call targets whose compatibility jax guarantees (its _export.py list).
+_LAPACK = [f"lapack_{t}{op}_ffi" for op in ("potrf", "geqrf", "getrf", "gesdd", "trsm", "gtsv",
+                                            "syevd", "geev", "sytrd", "gehrd", "gees")
+           for t in "sdcz"]
+_LAPACK += [f"lapack_{t}orgqr_ffi" for t in "sd"] + [f"lapack_{t}ungqr_ffi" for t in "cz"]
+_LAPACK += [f"lapack_{t}heevd_ffi" for t in "cz"] + [f"lapack_{t}hetrd_ffi" for t in "cz"]
+_STABLE_TARGETS = frozenset(_LAPACK + [
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
+    "cu_threefry2x32_ffi", "hip_threefry2x32_ffi", "Eigh", "Qr",
+    "ProductOfElementaryHouseholderReflectors", "LuDecomposition", "ApproxTopK",
+    "stablehlo.dynamic_approx_top_k", "tf.call_tf_function", "tpu_custom_call",
+    "AllocateBuffer", "mosaic_gpu_v2", "stablehlo.dynamic_reduce_window",
+    "stablehlo.dynamic_rng_bit_generator", "stablehlo.dynamic_top_k", "shape_assertion",
+    "cu_lu_pivots_to_permutation", "cusolver_getrf_ffi", "cusolver_geqrf_ffi",
+    "cusolver_orgqr_ffi", "cusolver_potrf_ffi", "cusolver_syevd_ffi", "cusolver_gesvd_ffi",
+    "cusolver_gesvdj_ffi", "cusolver_sytrd_ffi", "cusparse_gtsv2_ffi"])
+_TARGET_RE = re.compile(r'call_target_name = "((?:[^"\\]|\\.)*)"')
+
+
+def _check_custom_calls(text: str, disabled: Sequence[DisabledSafetyCheck]) -> None:
+    allowed = set(_STABLE_TARGETS)
+    for dc in disabled:
+        t = dc.is_custom_call()
+        if t is not None:
+            allowed.add(t)
+    if "ALL" in allowed:
+        return
+    bad = sorted({m for m in _TARGET_RE.findall(text) if m not in allowed})
+    if bad:
+        raise ValueError(
+            "Cannot serialize code with custom calls whose targets have no compatibility "
+            "guarantees. See https://docs.jax.dev/en/latest/export/export.html"
+            "#compatibility-guarantees-for-custom-calls. Examples are:\n"
+            + "\n".join(f"stablehlo.custom_call @{t}" for t in bad) + ".\n")
+
+
+_MAIN_RE = re.compile(r"func\.func public @main\(")
+
+
+def _to_calling_convention(text: str, multi_platform: bool) -> str:
+    """minijax's module text in jax's convention: the module attribute
+    ``jax.uses_shape_polymorphism`` and, for several platforms, the platform index as
+    ``@main``'s first argument."""
+    flag = "true" if multi_platform else "false"
+    head, sep, rest = text.partition(" attributes {")
+    if sep and "\n" not in head:
+        text = f"{head} attributes {{jax.uses_shape_polymorphism = {flag}, {rest}"
+    else:
+        first, nl, rest = text.partition(" {\n")
+        text = f"{first} attributes {{jax.uses_shape_polymorphism = {flag}}} {{\n{rest}"
+    if multi_platform:
+        m = _MAIN_RE.search(text)
+        arg = '%_platform_index: tensor<i32> {jax.global_constant = "_platform_index"} ' \
+              'loc(unknown)'
+        after = text[m.end():]
+        sep = "" if after.startswith(")") else ", "
+        text = text[:m.end()] + arg + sep + after
+    return text
+
+
+def _tangent_aval(a: ShapedArray) -> ShapedArray:
+    if dtypes.is_inexact(a.dtype):
+        return ShapedArray(a.shape, a.dtype)
+    return ShapedArray(a.shape, dtypes.float0)
+
+
+def export(fun_jit: Wrapped, *, platforms: Sequence[str] | None = None,
+           disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Callable[..., Exported]:
+    """Export ``fun_jit`` (a ``minijax.jit`` function) for serialization, as ``jax.export``.
+
+    Returns a function of argument specs (``ShapeDtypeStruct`` or arrays, as pytrees
+    like the function's arguments) that returns an ``Exported``.
+
+    >>> import numpy as np, minijax, minijax.numpy as jnp
+    >>> from minijax import export
+    >>> exp = export.export(minijax.jit(jnp.sin))(np.arange(4, dtype=np.float32))
+    >>> exp.in_avals
+    (ShapedArray(float32[4]),)
+    >>> export.deserialize(exp.serialize()).call(np.float32([0.5]*4)).shape
+    (4,)
+    """
+    if not isinstance(fun_jit, Wrapped):
+        raise ValueError(
+            f"Function to be exported must be the result of `jit` but is: {fun_jit}")
+    plats = tuple(_canonical_platform(p) for p in platforms) if platforms is not None \
+        else (default_export_platform(),)
+    checks = tuple(disabled_checks)
+
+    def do_export(*args_specs, **kwargs_specs) -> Exported:
+        lowered = fun_jit.lower(*args_specs, **kwargs_specs)
+        return _export_lowered(lowered, plats, checks)
+    return do_export
+
+
+def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
+    entry = lowered._entry
+    text = lowered._text
+    if isinstance(text, ModuleText) and text.host_callbacks:
+        raise NotImplementedError("serialization of host_callbacks is not yet implemented")
+    device = lowered._device
+    nr_devices = len(getattr(device, "devices", ())) or 1
+    if nr_devices > 1:
+        raise NotImplementedError(
+            "minijax.export supports functions on one device; this one is placed on "
+            f"{nr_devices} devices")
+    _check_custom_calls(text, disabled)
+    multi = len(platforms) > 1
+    module_text = _to_calling_convention(text, multi)
+    blob = portable.serialize(module_text)
+    in_avals = tuple(entry.in_avals)
+    out_avals = tuple(entry.out_avals)
+    kept = tuple(range(len(in_avals))) if entry.kept is None else tuple(sorted(entry.kept))
+    closed = entry.closed
+    unordered = tuple(sorted({e for e in _effects_of(closed) if not e.ordered}, key=repr))
+
+    def get_vjp(primal: Exported) -> Exported:
+        return _export_vjp(closed, primal)
+
+    return Exported(
+        fun_name=entry.name, in_tree=entry.in_tree, in_avals=in_avals,
+        out_tree=entry.out_tree, out_avals=out_avals, _has_named_shardings=True,
+        _in_named_shardings=(None,) * len(in_avals),
+        _out_named_shardings=(None,) * len(out_avals),
+        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
+        nr_devices=nr_devices, platforms=platforms, ordered_effects=(),
+        unordered_effects=unordered, disabled_safety_checks=disabled,
+        mlir_module_serialized=blob, calling_convention_version=CALLING_CONVENTION_VERSION,
+        module_kept_var_idx=kept, uses_global_constants=multi, _get_vjp=get_vjp)
+
+
+def _effects_of(closed) -> frozenset:
+    from minijax.core.effects import jaxpr_effects
+    return jaxpr_effects(closed.jaxpr)
+
+
+def _flat_spec(avals) -> list:
+    return [ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+
+
+def _export_vjp(closed, primal: Exported) -> Exported:
+    """The Exported of ``(primals..., out cotangents...) -> input cotangents`` of the flat
+    function ``closed`` computes."""
+    from minijax.api.ad import vjp
+    from minijax.stages.jit import jit
+    n_in = len(primal.in_avals)
+
+    def fun(*args):
+        return list(eval_jaxpr(closed.jaxpr, closed.consts, *args))
+
+    def fun_vjp(*args_and_cts):
+        args, cts = args_and_cts[:n_in], args_and_cts[n_in:]
+        _, pullback = vjp(fun, *args)
+        return list(pullback(list(cts)))
+
+    fun_vjp.__name__ = f"vjp_{primal.fun_name}"
+    specs = _flat_spec(primal.in_avals) + _flat_spec(_tangent_aval(a) for a in primal.out_avals)
+    return export(jit(fun_vjp), platforms=primal.platforms,
+                  disabled_checks=primal.disabled_safety_checks)(*specs)
+
+
+# ---- calling -------------------------------------------------------------------------------
+
+def call(exported: Exported) -> Callable:
+    """A function that calls ``exported`` with arguments like those it was exported for."""
+    if not isinstance(exported, Exported):
+        raise ValueError(f"The exported argument must be an export.Exported. Found {exported}.")
+    from minijax.api.custom_derivatives import custom_vjp
+
+    @custom_vjp
+    def f_flat(*args_flat):
+        return call_exported_p.bind(*args_flat, exported=exported)
+
+    def f_fwd(*args_flat):
+        return f_flat(*args_flat), args_flat
+
+    def f_bwd(residual, cts):
+        exp_vjp = exported.vjp()
+        n = len(residual)
+        fixed = []
+        for ct, aval in zip(cts, exp_vjp.in_avals[n:]):
+            if aval.dtype == dtypes.float0:
+                ct = np.zeros(aval.shape, dtypes.float0)
+            fixed.append(ct)
+        return tuple(call_exported(exp_vjp)(*residual, *fixed))
+
+    f_flat.defvjp(f_fwd, f_bwd)
+
+    def f_imported(*args, **kwargs):
+        leaves, in_tree = tree_flatten((args, kwargs))
+        if in_tree != exported.in_tree:
+            raise ValueError(
+                "The invocation args and kwargs must have the same pytree structure as when "
+                f"the function '{exported.fun_name}' was exported, but they have the "
+                f"structure {in_tree} instead of {exported.in_tree}")
+        return tree_unflatten(exported.out_tree, f_flat(*leaves))
+    return f_imported
+
+
+call_exported = call
+
+
+def _arg_descr(exported: Exported, i: int) -> str:
+    return f"args[{i}]" if exported.in_tree is None else f"argument {i}"
+
+
+def _abstract_eval(*avals, exported: Exported):
+    if len(avals) != len(exported.in_avals):
+        raise ValueError(f"{exported.fun_name} takes {len(exported.in_avals)} arguments, "
+                         f"got {len(avals)}")
+    for i, (want, got) in enumerate(zip(exported.in_avals, avals)):
+        if len(want.shape) != len(got.shape):
+            raise ValueError(f"Rank mismatch for {_arg_descr(exported, i)}: expected "
+                             f"{want.shape} and called with {got.shape}")
+        if want.dtype != got.dtype:
+            raise ValueError(f"Dtype mismatch for {_arg_descr(exported, i)}: expected "
+                             f"{want.dtype} and called with {got.dtype}")
+        if tuple(want.shape) != tuple(got.shape):
+            raise ValueError(f"Shape mismatch for {_arg_descr(exported, i)} (expected same "
+                             f"constant): expected {want.shape} and called with {got.shape}")
+    return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in exported.out_avals]
+
+
+_serial = itertools.count()
+_imported: dict = {}  # Exported -> (functions text, main symbol, input types, result types)
+
+
+def _imported_functions(exported: Exported):
+    got = _imported.get(exported)
+    if got is None:
+        prefix = f"_exported{next(_serial)}_{_safe(exported.fun_name)}_"
+        text, ins, outs = portable.import_functions(exported.mlir_module_serialized, prefix)
+        got = _imported[exported] = (text, prefix + "main", ins, outs)
+    return got
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)[:40]
+
+
+def _lowering(ctx, *args, exported: Exported):
+    if exported.ordered_effects:
+        raise NotImplementedError("calling an Exported with ordered effects")
+    platform = default_export_platform()
+    if len(exported.platforms) > 1 or platform not in exported.platforms:
+        if platform in exported.platforms:
+            index = exported.platforms.index(platform)
+        elif DisabledSafetyCheck.platform() in exported.disabled_safety_checks:
+            index = 0
+        else:
+            raise ValueError(f"Function '{exported.fun_name}' was exported for platforms "
+                             f"'{exported.platforms}' but it is used on '{(platform,)}'.")
+    else:
+        index = None
+    text, main, ins, outs = _imported_functions(exported)
+    mod = ctx.module
+    key = ("call_exported", id(exported))
+    if key not in mod.cache:
+        mod.raw.append(text)
+        mod.cache[key] = exported  # keeps it alive so id() stays unique
+    operands = []
+    if len(exported.platforms) > 1:
+        operands.append(ctx.constant(np.int32(index)))
+    operands.extend(args[i] for i in exported.module_kept_var_idx)
+    if len(operands) != len(ins):
+        raise ValueError(f"the module of {exported.fun_name} takes {len(ins)} arguments; "
+                         f"its Exported says {len(operands)}")
+    for v, t in zip(operands, ins):
+        if v.type != t:
+            raise ValueError(f"the module of {exported.fun_name} takes {t} where its "
+                             f"Exported says {v.type}")
+    out_avals = list(ctx.avals_out)
+    if [type_of(a) for a in out_avals] != outs:
+        raise ValueError(f"the module of {exported.fun_name} returns {outs}; its Exported "
+                         f"says {[type_of(a) for a in out_avals]}")
+    res = ctx.op("func.call", operands, out_avals, {"callee": "@" + main})
+    return list(res) if isinstance(res, (list, tuple)) else [res]
+
+
+def _batch(trace, vals, dims, *, exported: Exported):
+    """One call per element of the mapped axis, in a loop (the module is compiled for
+    one argument shape)."""
+    from minijax.lax import control_flow
+    from minijax.transforms.batching import moveaxis
+    batched = [d is not None for d in dims]
+    moved = [moveaxis(v, d, 0) for v, d in zip(vals, dims) if d is not None]
+    fixed = [v for v, d in zip(vals, dims) if d is None]
+
+    def body(carry, xs):
+        it_x, it_f = iter(xs), iter(fixed)
+        args = [next(it_x) if b else next(it_f) for b in batched]
+        return carry, call_exported_p.bind(*args, exported=exported)
+
+    _, outs = control_flow.scan(body, (), moved, length=trace.axis_size)
+    return list(outs), [0] * len(outs)
+
+
+def _effects(params) -> frozenset:
+    exp = params["exported"]
+    return frozenset(exp.ordered_effects) | frozenset(exp.unordered_effects)
+
+
+call_exported_p = Primitive("call_exported", multiple_results=True)
+call_exported_p.def_abstract_eval(_abstract_eval)
+call_exported_p.def_lowering(_lowering)
+call_exported_p.def_batch(_batch)
+call_exported_p.def_rule("effects")(_effects)
+
+
+def shape_and_dtype(a) -> tuple:
+    if isinstance(a, ShapeDtypeStruct):
+        return a.shape, a.dtype
+    aval = get_aval(a)
+    return aval.shape, aval.dtype

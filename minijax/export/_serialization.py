@@ -1,0 +1,406 @@
+"""``Exported`` to bytes and back in jax's format (``jax/_src/export/serialization.fbs``,
+serialization version 11 read, written as jax writes it), with minijax's own flatbuffer
+code (``_flatbuf.py``).
+
+Reading checks everything: a buffer that is not an Exported (truncated, flipped bits,
+another file) is a ``ValueError`` and nothing runs. Pytree node types other than tuple,
+list, dict and None are looked up by the name they were registered under with
+``register_pytree_node_serialization`` (the registry ``minijax.stages`` serialization
+shares); no code is ever taken from the bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
+from minijax.export import _export
+from minijax.export._flatbuf import FlatbufferError, Scalars, Table, Vector, build, root
+from minijax.runtime.pytree import PyTreeDef, registry
+from minijax.stages import serialization as _stages_ser
+
+__all__ = ["deserialize", "serialize"]
+
+# enum values of the schema
+_LEAF, _NONE, _TUPLE, _LIST, _DICT, _CUSTOM = range(6)
+_DTYPE_CODES = {
+    "bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "uint16": 6,
+    "uint32": 7, "uint64": 8, "float16": 9, "float32": 10, "float64": 11, "complex64": 12,
+    "complex128": 13, "bfloat16": 14, "int4": 15, "uint4": 16, "float8_e4m3b11fnuz": 17,
+    "float8_e4m3fn": 18, "float8_e4m3fnuz": 19, "float8_e5m2": 20, "float8_e5m2fnuz": 21,
+    "float0": 22, "float8_e4m3": 23, "float8_e3m4": 24, "float8_e8m0fnu": 25,
+    "float4_e2m1fn": 26}
+_MEM_DEVICE = 1
+_DC_PLATFORM, _DC_CUSTOM_CALL, _DC_SHAPE_ASSERTIONS = 0, 1, 2
+
+
+def _dtype_by_name(name: str):
+    if name == "float0":
+        return dtypes.float0
+    try:
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, name)) if hasattr(ml_dtypes, name) \
+            else np.dtype(name)
+    except TypeError:
+        return None
+
+
+_CODE_TO_DTYPE = {}
+for _name, _code in _DTYPE_CODES.items():
+    _dt = _dtype_by_name(_name)
+    if _dt is not None:
+        _CODE_TO_DTYPE[_code] = _dt
+_DTYPE_TO_CODE = {dt: c for c, dt in _CODE_TO_DTYPE.items()}
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+def serialize(exp: _export.Exported, vjp_order: int = 0) -> bytearray:
+    return build(_exported_table(exp, vjp_order))
+
+
+def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
+    uniques: list = []
+    index: dict = {}
+    for a in (*exp.in_avals, *exp.out_avals):
+        k = _aval_key(a)
+        if k not in index:
+            index[k] = len(uniques)
+            uniques.append(a)
+    if any(s is not None for s in (*exp._in_named_shardings, *exp._out_named_shardings)):
+        raise NotImplementedError("serializing an Exported with shardings")
+    f: dict = {
+        0: ("u16", 3),  # as jax: older readers accept only version 2 or 3 here
+        1: exp.fun_name,
+        2: _tree_table(exp.in_tree),
+        3: Vector([_aval_table(a) for a in exp.in_avals]),
+        4: _tree_table(exp.out_tree),
+        5: Vector([_aval_table(a) for a in exp.out_avals]),
+        7: Vector([Table({}) for _ in exp.in_avals]),
+        8: Vector([Table({}) for _ in exp.out_avals]),
+        9: Vector(list(exp.platforms)),
+        10: Vector([_effect_table(e) for e in exp.ordered_effects]),
+        11: Vector([_effect_table(e) for e in exp.unordered_effects]),
+        12: Vector([_check_table(c) for c in exp.disabled_safety_checks]),
+        13: bytes(exp.mlir_module_serialized),
+        14: ("u16", exp.calling_convention_version),
+        15: Scalars("H", exp.module_kept_var_idx),
+        18: ("u32", exp.nr_devices),
+        19: Vector([_aval_table(a) for a in uniques]),
+        20: Vector([]),
+        21: Vector([]),
+        22: Scalars("I", [index[_aval_key(a)] for a in exp.in_avals]),
+        23: Scalars("I", [index[_aval_key(a)] for a in exp.out_avals]),
+        24: Scalars("I", [0] * len(exp.in_avals)),
+        25: Scalars("I", [0] * len(exp.out_avals)),
+    }
+    if exp.uses_global_constants:
+        f[16] = ("bool", 1)
+    if vjp_order > 0:
+        if not exp.has_vjp():
+            raise ValueError("serialization of an Exported that does not have vjps of "
+                             "high-enough order")
+        f[17] = _exported_table(exp.vjp(), vjp_order - 1)
+    return Table(f)
+
+
+def _aval_key(a) -> tuple:
+    return (tuple(a.shape), np.dtype(a.dtype))
+
+
+def _aval_table(a) -> Table:
+    code = _DTYPE_TO_CODE.get(np.dtype(a.dtype))
+    if code is None:
+        raise NotImplementedError(f"serializing an array of dtype {a.dtype}")
+    return Table({0: ("i8", 0), 1: Vector([str(d) for d in a.shape]), 2: ("i8", code),
+                  3: ("i8", _MEM_DEVICE)})
+
+
+def _effect_table(e) -> Table:
+    return Table({0: str(getattr(e, "name", e))})
+
+
+def _check_table(c: _export.DisabledSafetyCheck) -> Table:
+    target = c.is_custom_call()
+    if target is not None:
+        return Table({0: ("i8", _DC_CUSTOM_CALL), 1: target})
+    if c == _export.DisabledSafetyCheck.platform():
+        return Table({0: ("i8", _DC_PLATFORM)})
+    if c == _export.DisabledSafetyCheck.shape_assertions():
+        return Table({0: ("i8", _DC_SHAPE_ASSERTIONS)})
+    raise NotImplementedError(f"serializing DisabledSafetyCheck: {c}")
+
+
+def _tree_table(t: PyTreeDef) -> Table:
+    nd = t.node_data()
+    kids = t.children()
+    f: dict = {}
+    if nd is None:
+        f[0] = ("i8", _LEAF)
+    else:
+        ty, aux = nd
+        if ty is type(None):
+            f[0] = ("i8", _NONE)
+        elif ty is tuple:
+            f[0] = ("i8", _TUPLE)
+        elif ty is list:
+            f[0] = ("i8", _LIST)
+        elif ty is dict:
+            f[0] = ("i8", _DICT)
+            for k in aux:
+                if not isinstance(k, str):
+                    raise TypeError("Serialization is supported only for dictionaries with "
+                                    f"string keys. Found key {k} of type {type(k)}.")
+            f[2] = Vector(list(aux))
+        else:
+            name, data = _custom_aux(ty, aux)
+            f[0] = ("i8", _CUSTOM)
+            f[3] = name
+            f[4] = data
+    if kids:
+        f[1] = Vector([_tree_table(c) for c in kids])
+    return Table(f)
+
+
+def _custom_aux(ty, aux) -> tuple[str, bytes]:
+    import collections
+    reg = _stages_ser._by_type.get(ty)
+    if reg is None:
+        if ty is collections.OrderedDict:
+            if not all(isinstance(k, str) for k in aux):
+                raise NotImplementedError(
+                    "Serialization of collections.OrderedDict is supported only when the "
+                    f"keys are strings. Found keys: {aux}.")
+            return "collections.OrderedDict", json.dumps(list(aux)).encode("utf-8")
+        raise ValueError(
+            f"Cannot serialize PyTreeDef containing an unregistered type `{ty}`. Use "
+            "`export.register_pytree_node_serialization` or "
+            "`export.register_namedtuple_serialization`.")
+    if reg.kind == "namedtuple":
+        data = json.dumps(list(ty._fields)).encode("utf-8")
+    elif reg.kind == "json":
+        data = json.dumps(aux).encode("utf-8")
+    else:
+        data = reg.to_bytes(aux)
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValueError("The custom serialization function for `node_type` must return "
+                             f"a `bytes` object. It returned a {type(data)}.")
+    return reg.name, bytes(data)
+
+
+# ---- reading -------------------------------------------------------------------------------
+
+def deserialize(blob) -> _export.Exported:
+    """The ``Exported`` of bytes made by ``Exported.serialize`` (minijax's or jax's)."""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise TypeError(f"deserialize expects bytes, got {type(blob).__name__}")
+    buf = bytes(blob)
+    try:
+        exp = _read_exported(root(buf), depth=0)
+    except (FlatbufferError, struct.error, RecursionError, IndexError, KeyError,
+            OverflowError, UnicodeDecodeError) as e:
+        raise ValueError(f"not a serialized jax Exported: {e}") from None
+    return exp
+
+
+def _bad(msg: str):
+    raise FlatbufferError(msg)
+
+
+def _read_exported(r, depth: int) -> _export.Exported:
+    if depth > 16:
+        _bad("vjp nesting too deep")
+    version = r.scalar(0, "<H")
+    if version < 1 or version > 11:
+        _bad(f"unknown serialization version {version}")
+    fun_name = r.string(1)
+    if fun_name is None:
+        _bad("no function name")
+    uniq = [_read_aval(a) for a in r.tables(19)]
+    if r.tables(20) or r.tables(21):
+        raise NotImplementedError("deserializing an Exported with shardings (meshes) "
+                                  "is not implemented in minijax")
+    in_idx, out_idx = r.scalars(22, "I"), r.scalars(23, "I")
+    if in_idx or out_idx:
+        if any(i >= len(uniq) for i in (*in_idx, *out_idx)):
+            _bad("an aval index is out of range")
+        in_avals = tuple(uniq[i] for i in in_idx)
+        out_avals = tuple(uniq[i] for i in out_idx)
+    else:
+        in_avals = tuple(_read_aval(a) for a in r.tables(3))
+        out_avals = tuple(_read_aval(a) for a in r.tables(5))
+    for slot, n in ((24, len(in_avals)), (25, len(out_avals))):
+        idxs = r.scalars(slot, "I")
+        if any(idxs):
+            raise NotImplementedError("deserializing an Exported with shardings is not "
+                                      "implemented in minijax")
+        if idxs and len(idxs) != n:
+            _bad("the shardings do not match the arguments")
+    for slot in (7, 8):
+        for s in r.tables(slot):
+            if s.table(2) is not None or s.bytes(1) is not None:
+                raise NotImplementedError("deserializing an Exported with shardings is "
+                                          "not implemented in minijax")
+    in_tree = _read_tree(r.table(2), 0)
+    out_tree = _read_tree(r.table(4), 0)
+    if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
+        _bad("the pytree structures do not match the avals")
+    platforms = tuple(r.strings(9))
+    ordered = tuple(_read_effect(e) for e in r.tables(10))
+    unordered = tuple(_read_effect(e) for e in r.tables(11))
+    checks = tuple(_read_check(c) for c in r.tables(12))
+    module = r.bytes(13)
+    if not module:
+        _bad("no module")
+    ccv = r.scalar(14, "<H")
+    if not (_export.minimum_supported_calling_convention_version <= ccv
+            <= _export.maximum_supported_calling_convention_version):
+        raise ValueError(f"calling convention version {ccv} is not supported (minijax "
+                         f"supports {_export.minimum_supported_calling_convention_version}"
+                         f"..{_export.maximum_supported_calling_convention_version})")
+    kept = r.scalars(15, "H")
+    if any(k >= len(in_avals) for k in kept) or list(kept) != sorted(set(kept)):
+        _bad("module_kept_var_idx is not a sorted list of argument indices")
+    uses_global = bool(r.scalar(16, "<B"))
+    nr_devices = r.scalar(18, "<I") or r.scalar(6, "<h")
+    if nr_devices < 1:
+        _bad(f"nr_devices is {nr_devices}")
+    if any(any(not isinstance(d, int) for d in a.shape) for a in in_avals):
+        raise NotImplementedError("deserializing an Exported with symbolic shapes is not "
+                                  "implemented in minijax")
+    vjp_r = r.table(17)
+    get_vjp = None
+    if vjp_r is not None:
+        vjp = _read_exported(vjp_r, depth + 1)
+        get_vjp = lambda _: vjp  # noqa: E731
+    return _export.Exported(
+        fun_name=fun_name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
+        out_avals=out_avals, _has_named_shardings=True,
+        _in_named_shardings=(None,) * len(in_avals),
+        _out_named_shardings=(None,) * len(out_avals),
+        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
+        nr_devices=nr_devices, platforms=platforms, ordered_effects=ordered,
+        unordered_effects=unordered, disabled_safety_checks=checks,
+        mlir_module_serialized=module, calling_convention_version=ccv,
+        module_kept_var_idx=tuple(kept), uses_global_constants=uses_global,
+        _get_vjp=get_vjp)
+
+
+def _read_aval(r) -> ShapedArray:
+    kind = r.scalar(0, "<b")
+    if kind != 0:
+        raise NotImplementedError(f"deserializing an abstract value of kind {kind}")
+    code = r.scalar(2, "<b")
+    dt = _CODE_TO_DTYPE.get(code)
+    if dt is None:
+        if code in (27, 28, 29):
+            raise NotImplementedError("deserializing PRNG key arrays is not implemented")
+        _bad(f"unknown dtype code {code}")
+    mem = r.scalar(3, "<b")
+    if mem not in (0, 1):
+        raise NotImplementedError("deserializing arrays in host memory is not implemented")
+    shape = []
+    for d in r.strings(1):
+        try:
+            v = int(d)
+        except ValueError:
+            raise NotImplementedError(
+                f"deserializing symbolic dimension {d!r} is not implemented") from None
+        if v < 0 or v > 2 ** 62:
+            _bad(f"bad dimension {d!r}")
+        shape.append(v)
+    return ShapedArray(tuple(shape), dt)
+
+
+def _read_tree(r, depth: int) -> PyTreeDef:
+    if r is None:
+        _bad("a pytree is missing")
+    if depth > 500:
+        _bad("pytree too deep")
+    kind = r.scalar(0, "<b")
+    kids = [_read_tree(c, depth + 1) for c in r.tables(1)]
+    if kind == _LEAF:
+        if kids:
+            _bad("a leaf with children")
+        return registry.flatten(0)[1]
+    if kind == _NONE:
+        if kids:
+            _bad("None with children")
+        return registry.flatten(None)[1]
+    if kind == _TUPLE:
+        return PyTreeDef.from_node_data_and_children(registry, (tuple, None), kids)
+    if kind == _LIST:
+        return PyTreeDef.from_node_data_and_children(registry, (list, None), kids)
+    if kind == _DICT:
+        keys = r.strings(2)
+        if len(keys) != len(kids) or len(set(keys)) != len(keys):
+            _bad("dict keys do not match its children")
+        if keys != sorted(keys):
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            keys = [keys[i] for i in order]
+            kids = [kids[i] for i in order]
+        return PyTreeDef.from_node_data_and_children(registry, (dict, keys), kids)
+    if kind == _CUSTOM:
+        return _read_custom(r.string(3), r.bytes(4) or b"", kids)
+    _bad(f"Cannot deserialize PyTreeDef with unknown kind: {kind}")
+
+
+def _read_custom(name: str | None, data: bytes, kids) -> PyTreeDef:
+    import collections
+    reg = _stages_ser._by_name.get(name)
+    if reg is None:
+        if name == "collections.OrderedDict":
+            keys = _json(data)
+            if not isinstance(keys, list) or len(keys) != len(kids):
+                _bad("bad OrderedDict keys")
+            return PyTreeDef.from_node_data_and_children(
+                registry, (collections.OrderedDict, keys), kids)
+        raise ValueError(
+            f"Cannot deserialize a PyTreeDef containing an unregistered type `{name}`. Use "
+            "`export.register_pytree_node_serialization` or "
+            "`export.register_namedtuple_serialization`.")
+    ty = reg.nodetype
+    if reg.kind == "namedtuple":
+        fields = _json(data)
+        if list(fields) != list(ty._fields) or len(kids) != len(fields):
+            raise ValueError(f"the namedtuple {name} has fields {list(ty._fields)}; the bytes "
+                             f"have {fields}")
+        return PyTreeDef.from_node_data_and_children(registry, (ty, None), kids)
+    aux = _json(data) if reg.kind == "json" else reg.from_bytes(data)
+    if reg.kind == "json" and isinstance(aux, list):
+        aux = _tuples(aux)
+    return PyTreeDef.from_node_data_and_children(registry, (ty, aux), kids)
+
+
+def _tuples(x):
+    return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
+
+
+def _json(data: bytes):
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        _bad("bad JSON in a pytree node")
+
+
+def _read_effect(r):
+    name = r.string(0)
+    raise NotImplementedError(f"cannot deserialize effect type {name}")
+
+
+def _read_check(r) -> _export.DisabledSafetyCheck:
+    kind = r.scalar(0, "<b")
+    if kind == _DC_CUSTOM_CALL:
+        target = r.string(1)
+        if target is None:
+            _bad("a custom_call check without a target")
+        return _export.DisabledSafetyCheck.custom_call(target)
+    if kind == _DC_PLATFORM:
+        return _export.DisabledSafetyCheck.platform()
+    if kind == _DC_SHAPE_ASSERTIONS:
+        return _export.DisabledSafetyCheck.shape_assertions()
+    _bad(f"Cannot deserialize DisabledSafetyCheck with unknown kind: {kind}")
