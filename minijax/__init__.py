@@ -62,11 +62,13 @@ from minijax.config import (allow_f16_reductions, array_garbage_collection_guard
                             transfer_guard_host_to_device)
 from minijax.core.dtypes import float0
 from minijax.sharding import NamedSharding, Shard
-from minijax._unsupported import (Ref, ad, api_util, empty_ref, export, ffi,  # noqa: F401
-                                 free_ref, freeze, interpreters, lib, memory, monitoring,
-                                 new_ref, ref, reshard, set_mesh, smap, extend,
+from minijax._unsupported import (ad, api_util, export, ffi,  # noqa: F401
+                                 interpreters, lib, memory, monitoring,
+                                 reshard, set_mesh, smap, extend,
                                  cloud_tpu_init, collect_profile, tools)
 from minijax import ad_checkpoint, flatten_util, test_util  # noqa: F401
+from minijax.lax.state import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: F401
+from minijax import ref  # noqa: F401
 from minijax.experimental.pallas import ds  # noqa: F401  (jax.ds: Pallas' dynamic slice)
 from minijax.numpy import array_methods as _array_methods
 

@@ -47,29 +47,15 @@ def unsupported_function(name: str, reason: str) -> Callable:
 
 # ---- the jax names themselves ------------------------------------------------------------------
 
-_REF = "mutable array references (jax.ref) are not part of minijax"
 _SHARDING_IN_TYPES = ("sharding in types (explicit meshes, jax.set_mesh/reshard/smap) is not "
                       "part of minijax; use jit's in_shardings/out_shardings or shard_map")
 
 
-class Ref:
-    """jax's mutable array reference type; minijax has none."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"minijax.Ref is not implemented: {_REF}")
-
-
-new_ref = unsupported_function("new_ref", _REF)
-empty_ref = unsupported_function("empty_ref", _REF)
-free_ref = unsupported_function("free_ref", _REF)
-freeze = unsupported_function("freeze", _REF)
 reshard = unsupported_function("reshard", _SHARDING_IN_TYPES)
 set_mesh = unsupported_function("set_mesh", _SHARDING_IN_TYPES)
 smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 
-ref = unsupported_module("ref", _REF, Ref=Ref, new_ref=new_ref, empty_ref=empty_ref,
-                         free_ref=free_ref, freeze=freeze)
 ad = unsupported_module("ad", "jax's gradient-reference helpers (jax.ad) are not part of "
                               "minijax")
 api_util = unsupported_module("api_util", "jax's internal API helpers are not exported; "
