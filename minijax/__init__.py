@@ -62,14 +62,14 @@ from minijax.config import (allow_f16_reductions, array_garbage_collection_guard
                             transfer_guard_host_to_device)
 from minijax.core.dtypes import float0
 from minijax.sharding import NamedSharding, Shard, reshard, set_mesh  # noqa: F401
-from minijax._unsupported import (Ref, empty_ref, ffi,  # noqa: F401
-                                 free_ref, freeze, lib, memory,
-                                 new_ref, ref, smap,
+from minijax._unsupported import (ffi, lib, memory, smap,  # noqa: F401
                                  cloud_tpu_init, collect_profile, tools)
 from minijax import export  # noqa: F401
 from minijax import ad, api_util, monitoring  # noqa: F401
 from minijax import extend, interpreters  # noqa: F401
 from minijax import ad_checkpoint, flatten_util, test_util  # noqa: F401
+from minijax.lax.state import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: F401
+from minijax import ref  # noqa: F401
 from minijax.experimental.pallas import ds  # noqa: F401  (jax.ds: Pallas' dynamic slice)
 from minijax.numpy import array_methods as _array_methods
 

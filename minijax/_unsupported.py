@@ -49,27 +49,13 @@ def unsupported_function(name: str, reason: str) -> Callable:
 
 # ---- the jax names themselves ------------------------------------------------------------------
 
-_REF = "mutable array references (jax.ref) are not part of minijax"
 _SHARDING_IN_TYPES = ("sharding in types (explicit mesh axes, smap, auto/explicit_axes) is not "
                       "part of minijax; use jit's in_shardings/out_shardings or shard_map")
 
 
-class Ref:
-    """jax's mutable array reference type; minijax has none."""
-
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"minijax.Ref is not implemented: {_REF}")
-
-
-new_ref = unsupported_function("new_ref", _REF)
-empty_ref = unsupported_function("empty_ref", _REF)
-free_ref = unsupported_function("free_ref", _REF)
-freeze = unsupported_function("freeze", _REF)
 smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 
-ref = unsupported_module("ref", _REF, Ref=Ref, new_ref=new_ref, empty_ref=empty_ref,
-                         free_ref=free_ref, freeze=freeze)
 ffi = unsupported_module("ffi", "foreign function calls (jax.ffi) are not implemented; use "
                                 "minijax.pure_callback")
 lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)")

@@ -25,6 +25,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.core.ref import ClosedOverRef, _RefEscape
 from minijax.core.lru import MemoCache
 from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
@@ -788,6 +789,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
     """
     parent = _state.trace
     trace = JaxprTrace(parent, debug)
+    trace.ref_scope = True  # refs of enclosing traces used here are threaded by the API
     names = debug.arg_names if debug and debug.arg_names else None
     tracers = [trace.new_arg(a, names[i] if names and i < len(names) else None)
                for i, a in enumerate(in_avals)]
@@ -796,6 +798,10 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
     try:
         outs, aux = fun(*tracers)
         jaxpr, consts = trace.finish(outs)
+    except _RefEscape as e:  # a ref of an outer trace used here: the caller threads it
+        if e.trace is not trace:
+            raise
+        raise ClosedOverRef(e.ref, debug.traced_for if debug else "this function") from None
     finally:
         _state.trace = prev
         trace.alive = False

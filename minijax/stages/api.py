@@ -54,7 +54,11 @@ def eval_shape(fun: Callable, *args, **kwargs):
 # ---- small API functions with jax's names ---------------------------------------------------
 
 def typeof(x) -> ShapedArray:
-    """The abstract type (``ShapedArray``) of an array, tracer or Python scalar."""
+    """The abstract type (``ShapedArray``) of an array, tracer or Python scalar; the
+    ``AbstractRef`` of a mutable array reference."""
+    from minijax.lax.state import Ref
+    if isinstance(x, Ref):
+        return x.aval
     return get_aval(x)
 
 

@@ -35,6 +35,7 @@ from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.traceback_util import (api_boundary, process_exception,
                                          register_boundary)
 from minijax.core.lru import LRUCache
+from minijax.core.ref import ClosedOverRef
 from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.runtime.array import Array
@@ -393,6 +394,77 @@ class Wrapped(DispatchBase):
     def _call(self, args: tuple, kwargs: dict):
         if config.minijax_disable_jit:  # minijax.disable_jit(): run the Python function
             return self._fun(*args, **kwargs)
+        if self._closed_refs or _has_ref(args, kwargs):
+            return self._call_with_refs(args, kwargs)
+        outer = _state.trace
+        try:
+            return self._call_plain(args, kwargs)
+        except ClosedOverRef as e:  # the function closes over a ref: thread it through
+            if not (e.ref._trace is outer or e.ref._trace.is_ancestor_of_or_self(outer)):
+                raise
+            self._closed_refs = [*self._closed_refs, e.ref]
+            return self._call_with_refs(args, kwargs)
+
+    _closed_refs: list = []  # refs the function closes over (found by tracing it)
+    _ref_inner = None
+
+    def _call_with_refs(self, args: tuple, kwargs: dict):
+        """A call with refs among the arguments or closed over: their values go in as
+        arguments and come out as results of a jit of the function, and are written back."""
+        from minijax.lax.state import Ref
+        statics, dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+        leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
+        refs: list = []
+        index: dict = {}
+        for r in self._closed_refs:
+            if id(r) not in index:
+                index[id(r)] = len(refs)
+                refs.append(r)
+        mask = []
+        seen: set = set()
+        for x in leaves:
+            if isinstance(x, Ref):
+                if id(x) in seen:
+                    self._duplicate_ref(x, dyn_args, dyn_kwargs, leaves)
+                seen.add(id(x))
+                if id(x) not in index:
+                    index[id(x)] = len(refs)
+                    refs.append(x)
+                mask.append(index[id(x)])
+            else:
+                mask.append(-1)
+        values = [r._get_value() for r in refs]
+        others = [x for x, m in zip(leaves, mask) if m < 0]
+        if self._ref_inner is None:
+            self._ref_inner = _RefCall(self)
+        while True:
+            self._ref_inner.refs = refs
+            try:
+                out, finals = self._ref_inner.jitted(values, others, tree, tuple(mask), statics)
+                break
+            except ClosedOverRef as e:  # one more closed-over ref found
+                outer = _state.trace
+                if any(e.ref is r for r in refs) or not (
+                        e.ref._trace is outer or e.ref._trace.is_ancestor_of_or_self(outer)):
+                    raise
+                self._closed_refs = [*self._closed_refs, e.ref]
+                refs.append(e.ref)
+                values.append(e.ref._get_value())
+            finally:
+                self._ref_inner.refs = None
+        for r, v in zip(refs, finals):
+            r._set_value(v)
+        return out
+
+    def _duplicate_ref(self, ref, dyn_args, dyn_kwargs, leaves):
+        paths = [p for p, _ in tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]
+        names = [n for n, x in zip(arg_names_from_paths(self._fun, paths), leaves) if x is ref]
+        raise ValueError(
+            "only one reference to a mutable array may be passed as an argument to a function, "
+            f"but when tracing {_describe(self._fun)} for jit the mutable array reference of "
+            f"type {ref.aval} appeared at both {names[0]} and {names[1]}.")
+
+    def _call_plain(self, args: tuple, kwargs: dict):
         try:
             if _state.trace is not EVAL_TRACE:
                 return self._call_traced(args, kwargs)
@@ -502,6 +574,7 @@ class Wrapped(DispatchBase):
 
     @api_boundary
     def trace(self, *args, **kwargs):
+        _no_ref_arguments(self, args, kwargs)
         entry, leaves = self._entry(args, kwargs, allow_shape_dtype=True)
         # Sharded arguments or in/out_shardings: lowered and compiled for their devices.
         placement = (self._placement(entry, leaves) if self._shardings is not None
@@ -633,6 +706,56 @@ def _remap_path(path: tuple, dyn_nums: Sequence[int]) -> tuple:
     return path
 
 
+class _RefCall:
+    """The jit of ``wrapped``'s function that takes its refs' values and returns their
+    final values with its results (one per ``wrapped``; ``refs`` is set for each call)."""
+
+    def __init__(self, wrapped: Wrapped):
+        self.wrapped = wrapped
+        self.refs = None
+        fun = wrapped._fun
+
+        def with_ref_values(values, others, tree, mask, statics):
+            from minijax.lax.state import Ref, returned_ref_error, run_with_refs
+            refs = self.refs
+            it = iter(others)
+            leaves = [refs[m] if m >= 0 else next(it) for m in mask]
+            dyn_args, dyn_kwargs = tree.unflatten(leaves)
+            a, k = wrapped._merge(statics, dyn_args, dyn_kwargs)
+            out, finals = run_with_refs(refs, values, lambda: fun(*a, **k))
+            pairs, _ = tree_flatten_with_path(out)
+            for _, x in pairs:
+                if isinstance(x, Ref):
+                    names = [n for n, lf in zip(arg_names_from_paths(fun, [
+                        p for p, _ in tree_flatten_with_path((dyn_args, dyn_kwargs))[0]]),
+                        leaves) if lf is x]
+                    where = f"passed in as the argument {names[0]}" if names else ""
+                    raise returned_ref_error("jit", _describe(fun), x, where)
+            return out, finals
+
+        with_ref_values.__name__ = getattr(fun, "__name__", "fun")
+        with_ref_values.__qualname__ = getattr(fun, "__qualname__", "fun")
+        self.jitted = Wrapped(with_ref_values, static_argnums=(2, 3, 4))
+
+
+def _describe(fun) -> str:
+    code = getattr(fun, "__code__", None)
+    name = getattr(fun, "__name__", "fun")
+    if code is None:
+        return name
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}"
+
+
+def _has_ref(args: tuple, kwargs: dict) -> bool:
+    from minijax.lax.state import Ref
+    if not any(isinstance(a, Ref) for a in args) and not any(
+            isinstance(v, Ref) for v in kwargs.values()):
+        if all(isinstance(a, (Array, int, float)) for a in args) and not kwargs:
+            return False
+        return any(isinstance(x, Ref) for x in tree_flatten((args, kwargs))[0])
+    return True
+
+
 def _check_outputs(name: str, outs: list, paths: list) -> None:
     from minijax.core.trace import Tracer
     from minijax.tree_util import keystr
@@ -640,6 +763,9 @@ def _check_outputs(name: str, outs: list, paths: list) -> None:
     for x, p in zip(outs, paths):
         if isinstance(x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)):
             continue
+        from minijax.lax.state import Ref, returned_ref_error
+        if isinstance(x, Ref):
+            raise returned_ref_error("jit", name, x, "")
         raise TypeError(
             f"Function {name} returned a value of type {type(x).__name__} at output "
             f"path result{keystr(p)}, which is not a valid minijax array type "
@@ -682,7 +808,16 @@ def trace_entry(wrapped: Wrapped, args: tuple, kwargs: dict) -> TraceEntry:
     """What ``wrapped`` traces to for these arguments (arrays, or anything with a shape
     and dtype): its cached ``TraceEntry``, or a new one (``make_jaxpr`` and
     ``xla_computation`` read jaxprs this way)."""
+    _no_ref_arguments(wrapped, args, kwargs)
     return wrapped._entry(args, kwargs, allow_shape_dtype=True)[0]
+
+
+def _no_ref_arguments(wrapped: Wrapped, args: tuple, kwargs: dict) -> None:
+    if _has_ref(args, kwargs):
+        raise NotImplementedError(
+            f"{wrapped._name}: tracing or lowering a function with mutable array reference "
+            "arguments (make_jaxpr, eval_shape, .trace/.lower) is not supported by minijax; "
+            "call the jitted function, or pass the refs' values (ref[...])")
 
 
 def tagged_call(fun: Callable, name: str, call_metadata: tuple) -> Wrapped:

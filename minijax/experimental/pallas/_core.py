@@ -21,6 +21,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.ref import AbstractRef as _AbstractRef, is_ref_aval as _is_ref_aval
 
 
 class MemorySpace(enum.Enum):
@@ -50,45 +51,9 @@ class MemoryRef:
         return AbstractRef(ShapedArray(self.shape, self.dtype), self.memory_space)
 
 
-class AbstractRef:
-    """The type of a ref: a mutable buffer of ``inner_aval``'s shape and dtype."""
-
-    __slots__ = ("inner_aval", "memory_space", "_hash")
-    array_abstraction_level = 2
-
-    def __init__(self, inner_aval: ShapedArray, memory_space: MemorySpace | None = None):
-        self.inner_aval = inner_aval
-        self.memory_space = memory_space
-        self._hash = hash((inner_aval, memory_space))
-
-    shape = property(lambda self: self.inner_aval.shape)
-    dtype = property(lambda self: self.inner_aval.dtype)
-    ndim = property(lambda self: self.inner_aval.ndim)
-    size = property(lambda self: self.inner_aval.size)
-    weak_type = False
-
-    def strip_weak_type(self) -> AbstractRef:
-        return self
-
-    def __eq__(self, other) -> bool:
-        return (type(other) is AbstractRef and self.inner_aval == other.inner_aval
-                and self.memory_space == other.memory_space)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def str_short(self) -> str:
-        space = f"<{self.memory_space.value}>" if self.memory_space is not None else ""
-        return f"Ref{space}{{{self.inner_aval.str_short()}}}"
-
-    __str__ = str_short
-
-    def __repr__(self) -> str:
-        return f"AbstractRef({self.str_short()})"
-
-
-def is_ref_aval(aval: Any) -> bool:
-    return type(aval) is AbstractRef
+# The type of a ref lives in the core (top-level refs share it): re-exported here.
+AbstractRef = _AbstractRef
+is_ref_aval = _is_ref_aval
 
 
 # ---- indexing ------------------------------------------------------------------------------

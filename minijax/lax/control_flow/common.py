@@ -107,6 +107,9 @@ def _trace(api: str, label: str, fun: Callable, call: Callable[[list], list],
 
 
 def _check_output(api: str, label: str, x: Any, path: tuple) -> None:
+    from minijax.lax.state import Ref, returned_ref_error
+    if isinstance(x, Ref):
+        raise returned_ref_error(api, label, x, "")
     try:
         get_aval(x)
     except TypeError:

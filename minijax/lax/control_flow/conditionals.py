@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from minijax.lax.state import run_with_refs, threading_refs, write_back
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
@@ -127,6 +128,21 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
 
 
 def _cond_bind(api: str, index, branches: tuple, labels: tuple, order: tuple, operands: tuple):
+    def run(refs):  # closed-over mutable array references: operands and results of each branch
+        if not refs:
+            return _cond_bind_plain(api, index, branches, labels, order, operands)
+
+        def threaded(fun):
+            return lambda values, *ops: run_with_refs(refs, values, lambda: fun(*ops))
+        out, values = _cond_bind_plain(api, index, tuple(threaded(b) for b in branches), labels,
+                                       order, ([r._get_value() for r in refs], *operands))
+        write_back(refs, values)
+        return out
+    return threading_refs(run)
+
+
+def _cond_bind_plain(api: str, index, branches: tuple, labels: tuple, order: tuple,
+                     operands: tuple):
     leaves, tree = tree_flatten(operands)
     avals = tuple(get_aval(x) for x in leaves)
 

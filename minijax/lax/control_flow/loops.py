@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from minijax.lax.state import run_with_refs, threading_refs, write_back
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
@@ -57,6 +58,25 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+
+    def run(refs):  # closed-over mutable array references are carried through the loop
+        if not refs:
+            return _while_loop(cond_fun, body_fun, init_val)
+
+        def cond2(state):
+            v, values = state
+            return run_with_refs(refs, values, lambda: cond_fun(v))[0]
+
+        def body2(state):
+            v, values = state
+            return run_with_refs(refs, values, lambda: body_fun(v))
+        v, values = _while_loop(cond2, body2, (init_val, [r._get_value() for r in refs]))
+        write_back(refs, values)
+        return v
+    return threading_refs(run)
+
+
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     leaves, tree = tree_flatten(init_val)
     avals = tuple(get_aval(x) for x in leaves)
 

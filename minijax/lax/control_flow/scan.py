@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from minijax.lax.state import run_with_refs, threading_refs, write_back
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
@@ -79,10 +80,29 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
     Returns ``(final_carry, stacked_ys)``; with ``reverse=True`` the steps run from the
     last index to the first. ``unroll=k`` runs ``k`` steps per iteration of the
-    underlying loop (``True``: all of them).
+    underlying loop (``True``: all of them). Mutable array references ``f`` closes over
+    are carried through the loop and hold their final values afterwards.
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+
+    def run(refs):
+        if not refs:
+            return _scan(f, init, xs, length, reverse, unroll, _split_transpose)
+
+        def body(carry, x):
+            c, values = carry
+            (c, y), values = run_with_refs(refs, values, lambda: f(c, x))
+            return (c, values), y
+        (c, values), ys = _scan(body, (init, [r._get_value() for r in refs]), xs, length,
+                                reverse, unroll, _split_transpose)
+        write_back(refs, values)
+        return c, ys
+    return threading_refs(run)
+
+
+def _scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+          unroll: int | bool = 1, _split_transpose: bool = False):
     init_leaves, carry_tree = tree_flatten(init)
     xs_leaves, xs_tree = tree_flatten(xs)
     carry_avals = tuple(get_aval(x) for x in init_leaves)
