@@ -398,12 +398,16 @@ class Wrapped(DispatchBase):
             return self._call_with_refs(args, kwargs)
         outer = _state.trace
         try:
-            return self._call_plain(args, kwargs)
-        except ClosedOverRef as e:  # the function closes over a ref: thread it through
-            if not (e.ref._trace is outer or e.ref._trace.is_ancestor_of_or_self(outer)):
-                raise
-            self._closed_refs = [*self._closed_refs, e.ref]
-            return self._call_with_refs(args, kwargs)
+            try:
+                return self._call_plain(args, kwargs)
+            except ClosedOverRef as e:  # the function closes over a ref: thread it through
+                if not (e.ref._trace is outer or e.ref._trace.is_ancestor_of_or_self(outer)):
+                    raise
+                self._closed_refs = [*self._closed_refs, e.ref]
+                return self._call_with_refs(args, kwargs)
+        except Exception as e:  # this frame too is minijax's (core/traceback_util.py)
+            process_exception(e)
+            raise
 
     _closed_refs: list = []  # refs the function closes over (found by tracing it)
     _ref_inner = None
