@@ -13,7 +13,8 @@ from minijax.core import dtypes as _dtypes
 from minijax.core.aval import AbstractValue, ShapedArray
 from minijax.core.effects import NO_EFFECTS as no_effects, Effect  # noqa: F401
 from minijax.core.errors import ConcretizationTypeError
-from minijax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
+from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var,
+                                 jaxprs_in_params)
 from minijax.core.trace import (EVAL_TRACE, Primitive, Trace, Tracer, current_ctx,  # noqa: F401
                                 ensure_compile_time_eval, find_top_trace, get_aval,
                                 get_opaque_trace_state, use_trace)
@@ -63,16 +64,6 @@ def concrete_or_error(force: Callable | None, val, context: str = ""):
         except ConcretizationTypeError as e:
             raise ConcretizationTypeError(f"{e}\n{context}" if context else str(e)) from None
     return force(val)
-
-
-def jaxprs_in_params(params: dict) -> Iterator[Jaxpr]:
-    """The jaxprs among equation params (ClosedJaxprs' inner jaxprs included)."""
-    for v in params.values():
-        for x in (v if isinstance(v, (tuple, list)) else (v,)):
-            if isinstance(x, ClosedJaxpr):
-                yield x.jaxpr
-            elif isinstance(x, Jaxpr):
-                yield x
 
 
 def subjaxprs(jaxpr: Jaxpr) -> Iterator[Jaxpr]:

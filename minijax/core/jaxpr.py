@@ -355,7 +355,8 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None, start: 
     return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
 
 
-def _sub_jaxprs(params: dict):
+def jaxprs_in_params(params: dict):
+    """The jaxprs among equation params (ClosedJaxprs' inner jaxprs included)."""
     for v in params.values():
         for x in (v if isinstance(v, (tuple, list)) else (v,)):
             if isinstance(x, ClosedJaxpr):
@@ -383,7 +384,7 @@ def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
         entry[1] += 1 if j is jaxpr or len(j.eqns) <= 10 else 2
         for eqn in j.eqns:
             name = eqn.params.get("name")
-            for sub in _sub_jaxprs(eqn.params):
+            for sub in jaxprs_in_params(eqn.params):
                 queue.append(sub)
                 if isinstance(name, str) and id(sub) not in counts:
                     counts[id(sub)] = [sub, 0, name.strip("<>")]
