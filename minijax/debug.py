@@ -36,7 +36,7 @@ from minijax.core.trace import Tracer, get_aval, user_source
 from minijax.lax.callback import debug_callback_p, debug_print_p, with_static_args
 from minijax.runtime.array import Array
 from minijax.runtime.backend import default_device
-from minijax.runtime.sharding import SingleDeviceSharding
+from minijax.runtime.sharding import AbstractMesh, SingleDeviceSharding
 from minijax.tree_util import tree_flatten
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
@@ -222,8 +222,11 @@ def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> No
     for leaf in leaves:
         if isinstance(leaf, Tracer):
             sharding = getattr(get_aval(leaf), "sharding", None)
-            callback(sharding if sharding is not None
-                     else SingleDeviceSharding(default_device()))
+            if sharding is None or isinstance(getattr(sharding, "mesh", None), AbstractMesh):
+                # no devices known at trace time (a type's sharding is over an abstract
+                # mesh): the program runs on the default device
+                sharding = SingleDeviceSharding(default_device())
+            callback(sharding)
         elif isinstance(leaf, Array):
             callback(leaf.sharding)
         else:

@@ -781,6 +781,10 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "debug_callback": {"case": "no outputs; tests/test_callbacks.py"},
     "debug_print": {"case": "no outputs; tests/test_callbacks.py"},
     "check": {"case": "no outputs (raises); tests/experimental/test_checkify.py"},
+    # An exported artifact: Exported.call wraps it in a custom_vjp whose backward pass calls
+    # the artifact's own exported vjp (as jax), so the primitive is never differentiated.
+    "call_exported": {"jvp": "differentiated through Exported.call's custom_vjp, as in jax",
+                      "case": "needs an exported artifact; tests/export/test_export.py"},
 }
 
 def _names() -> set[str]:

@@ -12,6 +12,16 @@ from minijax.lowering import mlir
 from minijax.runtime.executable import compile_count
 
 
+@pytest.fixture(autouse=True)
+def _no_persistent_cache():
+    """These tests count compilations of the in-memory cache: the persistent cache (on by
+    default) would turn some of them into loads."""
+    prev = minijax.config.minijax_compilation_cache_max_size
+    minijax.config.update("minijax_compilation_cache_max_size", 0)
+    yield
+    minijax.config.update("minijax_compilation_cache_max_size", prev)
+
+
 def _x(*shape):
     return jnp.asarray(np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape))
 
