@@ -82,6 +82,8 @@ def _concat(rows):
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
           device=None, out_sharding=None):
     out = asarray(object, dtype=dtype)
+    if copy and out is object:  # an array (or tracer) already: a distinct one, as jax
+        out = lax.copy_p.bind(out)
     if ndmin > out.ndim:
         out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return place(out, device, out_sharding)

@@ -451,6 +451,13 @@ _RLock = threading.RLock
 _wrapped = [0]  # arrays built since jaxlib's release queue was last drained
 
 
+def wrap_buffer(buf: Any, aval: ShapedArray) -> Array:
+    """A new ``Array`` around the jaxlib buffer ``buf``, which must hold an ``aval``
+    (on its device); the buffer may be another Array's (a jit output forwarded from
+    its input: deleting or donating either invalidates both, as in jax)."""
+    return _wrap(buf, aval)
+
+
 def _wrap(buf: Any, aval: ShapedArray) -> Array:
     """Make an ``Array`` around ``buf`` without running ``__init__`` (hot path; the
     caller guarantees that ``buf`` holds an ``aval``).

@@ -147,6 +147,12 @@ class Executable:
                 self.execute, debug_jaxpr,
                 lambda bufs: [_wrap(b, a) for b, a in zip(bufs, in_avals)])
 
+    @property
+    def only_computes(self) -> bool:
+        """Whether running it does nothing but compute its outputs: no host callbacks,
+        no NaN/Inf checks."""
+        return not self._host_callbacks and not self._checked
+
     def runner(self, out_tree=None) -> Callable[[list], Any]:
         """``bufs -> outputs``: ``execute`` then ``out_tree.unflatten``, in one closure.
 

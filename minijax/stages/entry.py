@@ -8,12 +8,14 @@ its ``Compiled`` executables (``stages/cache.py``).
 
 from __future__ import annotations
 
+from minijax.core import dtypes
+from minijax.core.effects import jaxpr_effects
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, dce_jaxpr, used_invars
 from minijax.core.lru import LRUCache
 from minijax.tree_util import tree_flatten
 from minijax.stages.compiler import donation_aliases
 
-__all__ = ["TraceEntry", "flat_entry", "param_runner", "used_inputs"]
+__all__ = ["TraceEntry", "flat_entry", "forwarded_inputs", "param_runner", "used_inputs"]
 
 
 def used_inputs(closed: ClosedJaxpr) -> tuple[int, ...] | None:
@@ -100,9 +102,42 @@ def flat_entry(closed: ClosedJaxpr, name: str) -> TraceEntry:
                       (False,) * n_in)
 
 
-def param_runner(exe, out_tree, kept):
+def forwarded_inputs(entry: TraceEntry) -> tuple[int, ...] | None:
+    """When every output of ``entry`` is one of its input leaves, unchanged (same type,
+    weak type included, nothing donated, no side effects): the input leaf index of each
+    output. None otherwise. Such a call needs no executable: its outputs are its input
+    buffers (``param_runner`` forwards them without running anything)."""
+    closed = entry.closed
+    if closed is None or entry.has_donation or entry.hoisted or jaxpr_effects(closed.jaxpr):
+        return None
+    jaxpr = closed.jaxpr
+    if not jaxpr.outvars:
+        return None
+    position = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    fwd = []
+    for v, aval in zip(jaxpr.outvars, entry.out_avals):
+        i = position.get(id(v))
+        if i is None or entry.in_avals[i] != aval or aval.dtype == dtypes.float0:
+            return None
+        fwd.append(i)
+    return tuple(fwd)
+
+
+def param_runner(exe, out_tree, kept, forwarded=None):
     """``exe.runner(out_tree)`` called with one buffer per input leaf: only the kept
-    leaves' buffers (``TraceEntry.kept``; None: all) reach the executable."""
+    leaves' buffers (``TraceEntry.kept``; None: all) reach the executable.
+
+    ``forwarded`` (``forwarded_inputs``): the outputs are these input leaves' buffers,
+    returned as new Arrays over the same buffers without running the executable."""
+    if forwarded is not None and out_tree is not None and exe.only_computes:
+        from minijax.runtime.array import wrap_buffer
+        avals = exe.out_avals
+        pairs = tuple(zip(forwarded, avals))
+        unflatten = out_tree.unflatten
+
+        def run_forwarded(bufs: list):
+            return unflatten([wrap_buffer(bufs[i], aval) for i, aval in pairs])
+        return run_forwarded
     run = exe.runner(out_tree)
     if kept is None:
         return run

@@ -25,7 +25,7 @@ from minijax.stages.common import (abstractify, check_on_device, module_name, ra
 from minijax.stages.compiler import (alias_arg_attrs, compile_module, normalize_options,
                                      warn_unused_donations)
 from minijax.stages.dispatch import DispatchBase, make_constants, mark_donated
-from minijax.stages.entry import flat_entry, param_runner
+from minijax.stages.entry import flat_entry, forwarded_inputs, param_runner
 from minijax.stages.sharded import Placement, interned_ids, sharding_attrs, to_buffers
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
 from minijax.tree_util import tree_flatten
@@ -267,7 +267,8 @@ class Compiled(_StageInfo, DispatchBase):
             None if exe.device == default_device() else exe.device)
         # one buffer per argument leaf; those of unused ones are dropped (not sharded)
         kept = entry.kept if self._placement is None else None
-        self._run = param_runner(exe, entry.out_tree, kept)
+        forwarded = forwarded_inputs(entry) if self._placement is None else None
+        self._run = param_runner(exe, entry.out_tree, kept, forwarded)
         self._run_flat = None  # the same with the outputs as a list (run_jit_equation)
         # The fast path: no kwargs, positional leaves only, nothing donated.
         flat = (not entry.has_donation and
