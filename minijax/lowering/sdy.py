@@ -29,7 +29,7 @@ class Meshes:
     """The ``sdy.mesh`` declarations of one module, in the order of first use.
 
     ``devices``: the module's device assignment (logical device ``i`` is
-    ``devices[i]``); a mesh over them in another order records its device ids.
+    ``devices[i]``).
     """
 
     def __init__(self, devices: Sequence[Any]):
@@ -40,22 +40,20 @@ class Meshes:
         self._count = 0
 
     def ref(self, mesh: Any) -> str:
-        """``@name`` of ``mesh`` in this module (declared on first use)."""
+        """``@name`` of ``mesh`` in this module (declared on first use).
+
+        Mesh positions are the module's partitions in order, as for GSPMD's iota
+        tile assignments (collectives and ``axis_index`` in ``shard_map`` bodies
+        number them so): a mesh over the module's devices in another order gets no
+        ``device_ids`` (jax refuses such a program)."""
         sizes = tuple((a, int(mesh.shape[a])) for a in mesh.axis_names)
         devs = getattr(mesh, "_flat_devices", None)
-        ids = None
-        if devs is not None and sizes:
-            try:
-                ids = tuple(self._pos[d.id] for d in devs)
-            except KeyError:
-                raise ValueError(
-                    f"a sharding over the mesh {dict(mesh.shape)} of devices "
-                    f"{[d.id for d in devs]} inside a computation on devices "
-                    f"{[d.id for d in self.devices]}") from None
-            if ids == tuple(range(len(ids))):
-                ids = None
-        key = (sizes, ids)
-        name = self._names.get(key)
+        if devs is not None and sizes and any(d.id not in self._pos for d in devs):
+            raise ValueError(
+                f"a sharding over the mesh {dict(mesh.shape)} of devices "
+                f"{[d.id for d in devs]} inside a computation on devices "
+                f"{[d.id for d in self.devices]}")
+        name = self._names.get(sizes)
         if name is None:
             if not sizes:
                 name = "empty_mesh"
@@ -64,11 +62,10 @@ class Meshes:
             else:
                 name = f"mesh_{self._count}"
                 self._count += 1
-            self._names[key] = name
+            self._names[sizes] = name
             body = ", ".join(f'"{a}"={n}' for a, n in sizes)
-            dev = f", device_ids=[{', '.join(map(str, ids))}]" if ids is not None else ""
             axes = ", ".join(f'{{name = "{a}", size = {n} : i64}}' for a, n in sizes)
-            self._lines.append(f"  sdy.mesh @{name} = <[{body}]{dev}> "
+            self._lines.append(f"  sdy.mesh @{name} = <[{body}]> "
                                f"{{stablehlo.mesh = {{axes = [{axes}]}}}}")
         return "@" + name
 

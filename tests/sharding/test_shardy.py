@@ -152,6 +152,32 @@ def shard_map_partial():
 
 
 @case
+def values_match_jax():
+    """Values only: a shard_map manual over an axis of size 1, the grad of a partially
+    manual one, a sharding constraint inside scan (its output sharding too)."""
+    out = {}
+    rows = []
+    for L, lax, _, S, m in _libs():
+        P, NS = S.PartitionSpec, S.NamedSharding
+        m1 = S.Mesh(np.array(L.devices()).reshape(1, 8), ("a", "b"))
+        one = L.jit(L.shard_map(lambda b: lax.psum(b, "a") * 2, mesh=m1, in_specs=P("a"),
+                                out_specs=P("a"), axis_names={"a"}))(_x(8, 4))
+        sm = L.shard_map(lambda w: lax.psum((w ** 2).sum(), "x"), mesh=m, in_specs=P("x"),
+                         out_specs=P(), axis_names={"x"})
+        grad = L.jit(L.grad(lambda w: sm(w).sum()))(_x(8, 4))
+
+        def step(c, _):
+            c = lax.with_sharding_constraint(c * 1.5, NS(m, P("y")))
+            return c, c.sum()
+        c, ys = L.jit(lambda a: lax.scan(step, a, None, length=3),
+                      in_shardings=NS(m, P("x")))(_x(8, 4))
+        rows.append(dict(one=np.asarray(one), grad=np.asarray(grad), c=np.asarray(c),
+                         ys=np.asarray(ys), spec=tuple(c.sharding.spec)))
+    out["mine"], out["theirs"] = rows
+    return out
+
+
+@case
 def gspmd_when_flag_is_off():
     """With the flag off: mhlo.sharding (as before, and as jax's GSPMD lowering), no sdy;
     compiled with use_shardy_partitioner off (XLA warns that GSPMD is deprecated)."""
@@ -281,6 +307,14 @@ def test_shard_map_over_part_of_the_mesh_matches_jax(results):
     first = rows[0][0]["sdy"]
     assert any('in_shardings=[<@mesh, [{"x", ?}, {?}]>] out_shardings=[<@mesh, [{?}, {?}]>] '
                'manual_axes={"x"}' in line for line in first)
+
+
+def test_values_match_jax(results):
+    r = get(results, "values_match_jax")
+    mine, theirs = r["mine"], r["theirs"]
+    for k in ("one", "grad", "c", "ys"):
+        np.testing.assert_allclose(mine[k], theirs[k], rtol=1e-5)
+    assert mine["spec"] == theirs["spec"] == ("y",)
 
 
 def test_flag_off_keeps_gspmd(results):
