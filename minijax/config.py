@@ -114,6 +114,8 @@ _FLAGS: dict[str, tuple[type, Callable[[str], Any], bool]] = {
     "minijax_jax2tf_associative_scan_reductions": (bool, lambda n: False, False),
     "minijax_auto_pcast": (bool, lambda n: True, False),
     "minijax_softmax_custom_jvp": (bool, lambda n: False, False),
+    # sharded programs: Shardy (sdy dialect) or, when off, GSPMD (mhlo.sharding)
+    "minijax_use_shardy_partitioner": (bool, lambda n: _env_bool(n, True), True),
 }
 
 _GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")

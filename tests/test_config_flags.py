@@ -120,6 +120,7 @@ TESTED_ELSEWHERE = {
     "minijax_eager_cache_size": "tests/runtime/test_reliability.py",
     "minijax_memo_cache_size": "tests/runtime/test_reliability.py",
     "minijax_traceback_filtering": "tests/core/test_traceback.py",
+    "minijax_use_shardy_partitioner": "tests/sharding/test_shardy.py",
 }
 
 

@@ -319,6 +319,26 @@ def _axis_index_abstract(*, axis_name):
 
 @axis_index_p.def_lowering
 def _axis_index_lower(ctx, *, axis_name):
+    auto = getattr(ctx.module, "sdy_auto", None)
+    if auto is not None:
+        # Shardy, in a shard_map manual over some mesh axes only: partition_id is
+        # meaningful in a fully manual region, so the index is computed in one nested
+        # over the other axes, its scalar result replicated
+        mesh, others = auto
+        sdy = ctx.module.sdy
+        region = ctx.new_region([])
+        ctx.module.sdy_auto = None
+        try:
+            with ctx.in_region(region):
+                ctx.ret([_axis_index_lower(ctx, axis_name=axis_name)], "sdy.return")
+        finally:
+            ctx.module.sdy_auto = auto
+        attrs = {"in_shardings": "#sdy.sharding_per_value<[]>",
+                 "out_shardings": f"#sdy.sharding_per_value<[{sdy.replicated(mesh, 0)}]>",
+                 "manual_axes": "#sdy<manual_axes{" + ", ".join(f'"{a}"' for a in others)
+                                + "}>"}
+        return ctx.op("sdy.manual_computation", [], [ctx.avals_out[0]], attrs,
+                      regions=[region])[0]
     env = _lowering_axis_env(ctx)
     names = [n for n, _ in env]
     sizes = [s for _, s in env]

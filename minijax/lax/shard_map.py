@@ -1,14 +1,17 @@
 """shard_map: a function of per-device blocks, run on every device of a mesh.
 
 ``shard_map_p`` calls a closed jaxpr (the *body*) written over local blocks. Its
-lowering hands the body to XLA's SPMD partitioner as a manually partitioned region:
-each input goes through ``@Sharding`` (its ``NamedSharding``) and
-``@SPMDFullToShardShape`` (``{manual}``), each output through ``@Sharding``
-(``{manual}``) and ``@SPMDShardToFullShape``; with ``manual_axes`` (shard_map's
-``axis_names``, a subset of the mesh axes) the blocks are manual over those axes only
-and replicated over the others, which the partitioner handles (``manual_text``);
-collectives over mesh axes inside the body run across partitions (channel handles,
-global device ids; ``axis_index`` is ``partition_id``).
+lowering hands the body to XLA's SPMD partitioner as a manually partitioned region.
+For Shardy (the module has an ``sdy`` mesh table) that is an ``sdy.manual_computation``
+over the manual axes, its in/out shardings the specs' (open in every dimension when
+some axes are left to the partitioner). For GSPMD, each input goes through
+``@Sharding`` (its ``NamedSharding``) and ``@SPMDFullToShardShape`` (``{manual}``),
+each output through ``@Sharding`` (``{manual}``) and ``@SPMDShardToFullShape``;
+with ``manual_axes`` (shard_map's ``axis_names``, a subset of the mesh axes) the
+blocks are manual over those axes only and replicated over the others, which the
+partitioner handles (``manual_text``); collectives over mesh axes inside the body run
+across partitions (channel handles, global device ids; ``axis_index`` is
+``partition_id``).
 
 Replication checking: every value in the body is *varying* over a set of mesh axes
 (an input over the axes its spec names; ``psum`` over an axis removes it; other
@@ -273,6 +276,9 @@ def _shard_map_lower(ctx, *args, jaxpr, mesh, in_shardings, out_shardings, check
             f"shard_map over a mesh of {mesh.size} devices inside a computation compiled for "
             f"{parts} device(s); call it on arrays sharded over the mesh, or jit it with "
             "in_shardings")
+    if mod.sdy is not None:
+        return _shard_map_lower_sdy(ctx, args, jaxpr, mesh, in_shardings, out_shardings,
+                                    name, manual_axes)
     blocks = []
     for x, s, local in zip(args, in_shardings, jaxpr.in_avals):
         full = _custom_call(ctx, x, x.aval, "Sharding", s.hlo_text(len(x.aval.shape)))
@@ -294,6 +300,42 @@ def _shard_map_lower(ctx, *args, jaxpr, mesh, in_shardings, out_shardings, check
         results.append(_custom_call(ctx, manual, aval, "SPMDShardToFullShape",
                                     s.hlo_text(len(aval.shape))))
     return results
+
+
+def _shard_map_lower_sdy(ctx, args, jaxpr, mesh, in_shardings, out_shardings, name,
+                         manual_axes):
+    """Shardy: ``sdy.manual_computation`` over the manual axes (every mesh axis, or
+    ``manual_axes`` in mesh order), its body the jaxpr over the blocks; with some axes
+    left to the partitioner every dimension of the in/out shardings is open."""
+    mod = ctx.module
+    sdy = mod.sdy
+    names = list(mesh.axis_names)
+    manual = names if manual_axes is None else [a for a in names if a in manual_axes]
+    partial = len(manual) < len(names)
+
+    def per_value(shardings, avals):
+        return "#sdy.sharding_per_value<[" + ", ".join(
+            sdy.sharding(s, len(a.shape), open_dims=partial)
+            for s, a in zip(shardings, avals)) + "]>"
+    attrs = {"in_shardings": per_value(in_shardings, [x.aval for x in args]),
+             "out_shardings": per_value(out_shardings, ctx.avals_out),
+             "manual_axes": "#sdy<manual_axes{" + ", ".join(f'"{a}"' for a in manual) + "}>"}
+    region = ctx.new_region(list(jaxpr.in_avals))
+    saved = (getattr(mod, "axis_env", ()), getattr(mod, "spmd_manual", False),
+             getattr(mod, "sdy_auto", None))
+    mod.axis_env = tuple(mesh.shape.items())
+    mod.spmd_manual = True
+    # partition_id is meaningful in a fully manual region only (parallel.axis_index)
+    mod.sdy_auto = (mesh, [a for a in names if a not in manual]) if partial else None
+    try:
+        with ctx.in_region(region):
+            outs = ctx.lower_jaxpr(jaxpr, region.args, name=f"shard_map({name})")
+            ctx.ret(outs, "sdy.return")
+    finally:
+        mod.axis_env, mod.spmd_manual, mod.sdy_auto = saved
+    res = ctx.op("sdy.manual_computation", list(args), list(ctx.avals_out), attrs,
+                 regions=[region])
+    return list(res)
 
 
 def _bind(args, jaxpr, mesh, ins, outs, check_rep, name, manual_axes):

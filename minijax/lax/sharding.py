@@ -1,7 +1,8 @@
 """sharding_constraint: the identity, with a layout asked of XLA's partitioner.
 
 ``with_sharding_constraint(x, sharding)`` inside a jitted function lowers to
-``stablehlo.custom_call @Sharding(%x) {mhlo.sharding = "..."}``, which GSPMD reads
+``sdy.sharding_constraint %x <@mesh, [...]>`` in a module partitioned by Shardy, else
+to ``stablehlo.custom_call @Sharding(%x) {mhlo.sharding = "..."}``, which GSPMD reads
 as "lay the value out this way here". The sharding object (a
 ``minijax.sharding.NamedSharding``) is the primitive's parameter; this module only
 relies on its ``hlo_text(ndim)`` and, for vmap, its ``spec``/``with_spec``. Called
@@ -25,6 +26,10 @@ def _sharding_constraint_abstract(x, *, sharding):
 @sharding_constraint_p.def_lowering
 def _sharding_constraint_lower(ctx, x, *, sharding):
     aval = ctx.avals_out[0]
+    sdy = ctx.module.sdy
+    if sdy is not None and hasattr(sharding, "spec"):  # Shardy
+        return ctx.op("sdy.sharding_constraint", [x], aval,
+                      {"sharding": "#sdy.sharding" + sdy.sharding(sharding, len(aval.shape))})
     attrs = {"call_target_name": '"Sharding"',
              "mhlo.sharding": string_attr(sharding.hlo_text(len(aval.shape)))}
     return ctx.op("stablehlo.custom_call", [x], aval, attrs)

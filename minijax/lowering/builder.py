@@ -354,6 +354,9 @@ class ModuleBuilder:
         # Top-level ops spliced in as text (the functions of an imported module:
         # ``minijax.export``), rendered after the functions built here.
         self.raw: list[str] = []
+        # For a module partitioned by Shardy: its mesh declarations (lowering/sdy.py),
+        # rendered before the functions; None for GSPMD (``mhlo.sharding``) or no sharding.
+        self.sdy = None
 
     def new_function(self, name: str, visibility: str = "private") -> FunctionBuilder:
         # A taken name gets the suffix _N from one counter per module (as jax's symbol table
@@ -373,8 +376,12 @@ class ModuleBuilder:
             attrs = " attributes {" + ", ".join(f"{k} = {v}" for k, v in self.attrs.items()) + "}"
         out = [f"module @{_sym(self.name)}{attrs} {{"]
         self.tagged = []
+        body = []
         for fn in self.functions:
-            fn.render(out, self.tagged)
+            fn.render(body, self.tagged)
+        if self.sdy is not None:  # declared while the functions were built
+            out.extend(self.sdy.lines())
+        out.extend(body)
         out.extend(self.raw)
         out.append("} loc(unknown)")
         return "\n".join(out) + "\n"

@@ -329,14 +329,17 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                  arg_attrs: Sequence[str] | None = None,
                  num_replicas: int = 1, num_partitions: int = 1,
                  outer_metadata: tuple = (), axis_env: tuple = (),
-                 result_attrs: Sequence[str] | None = None, with_info: bool = False):
+                 result_attrs: Sequence[str] | None = None, with_info: bool = False,
+                 sdy=None):
     """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``.
 
     ``axis_env`` (``((name, size), ...)``) binds named axes: collectives lower to
     cross-replica ops whose replica groups come from it. ``arg_attrs`` and
     ``result_attrs`` are per-argument/per-result attribute text (e.g.
     ``mhlo.sharding = "{replicated}"``, ``tf.aliasing_output = 0 : i32``).
-    With ``with_info`` the result is ``(text, LoweringInfo)``.
+    With ``with_info`` the result is ``(text, LoweringInfo)``. ``sdy``: for a module
+    partitioned by Shardy, its mesh table (``lowering.sdy.Meshes``, already holding the
+    meshes that ``arg_attrs``/``result_attrs`` name).
     """
     # The builder makes many small objects and no cycles worth collecting mid-way: the
     # collector's passes over them grew lowering superlinearly (0.125 s instead of
@@ -349,7 +352,7 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                              arg_attrs=arg_attrs, num_replicas=num_replicas,
                              num_partitions=num_partitions, outer_metadata=outer_metadata,
                              axis_env=axis_env, result_attrs=result_attrs,
-                             with_info=with_info)
+                             with_info=with_info, sdy=sdy)
     finally:
         if gc_was_on:
             gc.enable()
@@ -357,11 +360,12 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
 
 def _lower_module(closed, *, module_name, name_prefix, arg_names, result_names, arg_attrs,
                   num_replicas, num_partitions, outer_metadata, axis_env, result_attrs,
-                  with_info):
+                  with_info, sdy=None):
     mod = ModuleBuilder(module_name, {
         "mhlo.num_partitions": f"{num_partitions} : i32",
         "mhlo.num_replicas": f"{num_replicas} : i32",
     })
+    mod.sdy = sdy
     mod.axis_env = tuple(axis_env)  # named axes for collectives (pmap/xla_computation)
     fn = mod.new_function("main", "public")
     for i, aval in enumerate(closed.in_avals):

@@ -11,13 +11,14 @@ import threading
 from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, stablehlo
+from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 
 _local = threading.local()
 
 
 def context() -> ir.Context:
-    """A per-thread MLIR context with StableHLO, CHLO and jaxlib's dialects loaded."""
+    """A per-thread MLIR context with StableHLO, CHLO, Shardy (``sdy``) and jaxlib's
+    dialects loaded."""
     ctx = getattr(_local, "ctx", None)
     if ctx is None:
         ctx = ir.Context()
@@ -25,6 +26,7 @@ def context() -> ir.Context:
         _jax_mlir_ext.register_dialects(reg)
         ctx.append_dialect_registry(reg)
         ctx.load_all_available_dialects()
+        sdy.register_dialect(ctx)
         stablehlo.register_dialect(ctx)
         chlo.register_dialect(ctx)
         _local.ctx = ctx

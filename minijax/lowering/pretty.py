@@ -240,6 +240,8 @@ class _Printer:
     def module(self, mod: ModuleBuilder) -> str:
         from minijax.lowering.builder import _sym
         attrs = mod.attrs
+        if mod.sdy is not None:
+            raise _Unsupported("sdy meshes")
         if tuple(attrs) != _MODULE_ATTRS[:len(attrs)] or len(attrs) not in (0, 2):
             raise _Unsupported("module attributes")
         head = f"module @{_sym(mod.name)}"

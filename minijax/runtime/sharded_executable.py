@@ -1,11 +1,12 @@
 """Executables partitioned by XLA's SPMD partitioner over several devices.
 
-A module whose parameters (and perhaps results) carry ``mhlo.sharding`` attributes
-is compiled with ``num_partitions = len(devices)`` and SPMD partitioning on: XLA
-splits the program into one per-device program and inserts the collectives it needs
-(GSPMD). Arguments are sharded Arrays (one jaxlib array over all devices, one buffer
-per device); outputs come back the same way, laid out as the compiled program says
-(``get_output_shardings``), without gathering.
+A module whose parameters (and perhaps results) carry sharding attributes is
+compiled with ``num_partitions = len(devices)`` and SPMD partitioning on: XLA splits
+the program into one per-device program and inserts the collectives it needs, with
+Shardy when the module is in the ``sdy`` dialect (it declares an ``sdy.mesh``), else
+with GSPMD (``mhlo.sharding`` attributes). Arguments are sharded Arrays (one jaxlib
+array over all devices, one buffer per device); outputs come back the same way, laid
+out as the compiled program says (``get_output_shardings``), without gathering.
 
 Example::
 
@@ -25,7 +26,9 @@ from jaxlib import _jax, xla_client
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.config import config
 from minijax.core.lru import LRUCache
+from minijax.lowering.sdy import Meshes
 from minijax.lowering.types import string_attr, tensor_type
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
@@ -40,10 +43,12 @@ __all__ = ["ShardedExecutable", "can_reshard", "compile_sharded", "deserialize_s
            "reshard", "sharded_compile_options"]
 
 
-def sharded_compile_options(devices: Sequence, num_args: int,
-                            out_given: Sequence[bool]) -> xla_client.CompileOptions:
+def sharded_compile_options(devices: Sequence, num_args: int, out_given: Sequence[bool],
+                            shardy: bool = False) -> xla_client.CompileOptions:
     """Options for one program partitioned over ``devices`` (partition ``i`` on
-    ``devices[i]``); XLA chooses the layout of outputs whose ``out_given`` is False."""
+    ``devices[i]``); XLA chooses the layout of outputs whose ``out_given`` is False.
+    ``shardy``: partitioned by Shardy (the module is in the ``sdy`` dialect), else by
+    GSPMD (``mhlo.sharding`` attributes; XLA imports only the one the option names)."""
     opts = xla_client.CompileOptions()
     opts.num_replicas = 1
     opts.num_partitions = len(devices)
@@ -51,7 +56,7 @@ def sharded_compile_options(devices: Sequence, num_args: int,
         np.array([[d.id for d in devices]]))
     build = opts.executable_build_options
     build.use_spmd_partitioning = True
-    build.use_shardy_partitioner = False  # the module carries GSPMD (mhlo.sharding) attributes
+    build.use_shardy_partitioner = shardy
     build.allow_spmd_sharding_propagation_to_parameters = [False] * num_args
     build.allow_spmd_sharding_propagation_to_output = [not g for g in out_given] or [False]
     return opts
@@ -173,10 +178,16 @@ def _bounded(run, placement):
     return bounded
 
 
+def is_shardy(module: str | bytes) -> bool:
+    """Whether ``module`` is partitioned by Shardy: it declares an ``sdy.mesh``."""
+    return (b"sdy.mesh" if isinstance(module, bytes) else "sdy.mesh") in module
+
+
 def _options_for(placement: _sharding.Placement, num_outputs: int,
-                 options: tuple) -> xla_client.CompileOptions:
+                 options: tuple, shardy: bool = False) -> xla_client.CompileOptions:
     given = [s is not None for s in (placement.out_shardings or (None,) * num_outputs)]
-    opts = sharded_compile_options(placement.devices, len(placement.in_shardings), given)
+    opts = sharded_compile_options(placement.devices, len(placement.in_shardings), given,
+                                   shardy)
     _options.apply(opts, options)
     return opts
 
@@ -209,10 +220,11 @@ def deserialize_sharded(data: bytes, out_avals: Sequence[ShapedArray],
 def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
                     placement: _sharding.Placement, *, options: tuple = (),
                     donated: Sequence[int] = ()) -> ShardedExecutable:
-    """Compile a module annotated with ``mhlo.sharding`` for ``placement``'s devices."""
+    """Compile a module annotated with shardings (``sdy`` or ``mhlo.sharding``) for
+    ``placement``'s devices."""
     devices = placement.devices
     backend = _backend.backend_of(devices[0])
-    opts = _options_for(placement, len(out_avals), options)
+    opts = _options_for(placement, len(out_avals), options, is_shardy(module))
     _limits.check_module(module)
     _limits.check_host_callbacks(module, 0, "computations sharded over several devices")
     _lapack.register_if_used(module)
@@ -232,15 +244,27 @@ def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
 _reshards = LRUCache("minijax_memo_cache_size")  # (aval, src, dst) -> ShardedExecutable
 
 
-def _identity_module(aval: ShapedArray, src: Any, dst: Any, n: int) -> str:
+def _identity_module(aval: ShapedArray, src: Any, dst: Any, n: int, devices=()) -> str:
     t = tensor_type(aval)
     ndim = len(aval.shape)
-    return (f"module @reshard attributes {{mhlo.num_partitions = {n} : i32, "
-            f"mhlo.num_replicas = 1 : i32}} {{\n"
-            f"  func.func public @main(%arg0: {t} {{mhlo.sharding = "
-            f"{string_attr(src.hlo_text(ndim))}}}) -> ({t} {{mhlo.sharding = "
-            f"{string_attr(dst.hlo_text(ndim))}}}) {{\n"
+    head = (f"module @reshard attributes {{mhlo.num_partitions = {n} : i32, "
+            f"mhlo.num_replicas = 1 : i32}} {{\n")
+    if _shardy_for(src, dst):
+        sdy = Meshes(devices)
+        a, b = sdy.attr(src, ndim), sdy.attr(dst, ndim)
+        head += "\n".join(sdy.lines()) + "\n"
+        a, b = f"sdy.sharding = {a}", f"sdy.sharding = {b}"
+    else:
+        a = f"mhlo.sharding = {string_attr(src.hlo_text(ndim))}"
+        b = f"mhlo.sharding = {string_attr(dst.hlo_text(ndim))}"
+    return (f"{head}  func.func public @main(%arg0: {t} {{{a}}}) -> ({t} {{{b}}}) {{\n"
             f"    return %arg0 : {t}\n  }}\n}}\n")
+
+
+def _shardy_for(*shardings) -> bool:
+    return bool(config.minijax_use_shardy_partitioner) and all(
+        type(s) is _sharding.NamedSharding and isinstance(s.mesh, _sharding.Mesh)
+        for s in shardings)
 
 
 def can_reshard(src: Any, dst: Any) -> bool:
@@ -262,5 +286,6 @@ def reshard(x: Array, src: Any, dst: Any) -> Array:
         _sharding.check_sharding_shape(dst, aval.shape, "device_put: an array")
         placement = _sharding.Placement(src._device_assignment, (src,), (dst,))
         exe = _reshards[key] = compile_sharded(
-            _identity_module(aval, src, dst, len(placement.devices)), [aval], placement)
+            _identity_module(aval, src, dst, len(placement.devices), placement.devices),
+            [aval], placement)
     return exe(x)[0]

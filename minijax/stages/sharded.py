@@ -3,8 +3,11 @@
 A call whose arguments include sharded Arrays (or a ``jit`` with ``in_shardings`` /
 ``out_shardings``) runs on a ``Placement``: the devices of the arguments' mesh, one
 sharding per input leaf and, where asked for, per output leaf. Its module gets a
-``mhlo.sharding`` attribute on each parameter (and requested result) and
-``mhlo.num_partitions``; XLA's SPMD partitioner (GSPMD) does the rest. ``jit`` keys
+sharding attribute on each parameter (and requested result) and
+``mhlo.num_partitions``; XLA's SPMD partitioner does the rest. As in jax, that is
+Shardy by default (``sdy.mesh`` declarations and ``sdy.sharding`` attributes,
+``lowering/sdy.py``), GSPMD (``mhlo.sharding``) with ``jax_use_shardy_partitioner``
+off (``use_shardy``). ``jit`` keys
 executables on the placement as it keys them on the device of unsharded calls, and
 its dispatch fast path, keyed on aval ids, needs nothing new: sharded arrays have
 interned avals of their own per sharding.
@@ -26,10 +29,12 @@ from minijax.runtime.backend import default_device
 from minijax.runtime.sharding import Placement
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import call_device, sharding_mismatch
+from minijax.config import config
+from minijax.lowering import sdy as _sdy
 from minijax.lowering.types import string_attr
 
 __all__ = ["Placement", "aot_device", "check_compiled_args", "interned_ids", "placement_of",
-           "put_args", "sharding_attrs", "to_buffers"]
+           "put_args", "sharding_attrs", "to_buffers", "use_shardy"]
 
 
 def _is_single(s: Any) -> bool:
@@ -156,16 +161,36 @@ def to_buffers(args: Iterable[Any], device=None) -> list:
             for x in args]
 
 
+def use_shardy(placement: Placement) -> bool:
+    """Whether a module on ``placement`` is lowered for Shardy (``sdy`` dialect): the
+    flag ``jax_use_shardy_partitioner`` is on (the default, as in jax) and every
+    layout given is a ``NamedSharding`` over a mesh (a layout XLA chose and no mesh
+    names, ``HloShardingOnDevices``, keeps the program on GSPMD)."""
+    if not config.minijax_use_shardy_partitioner:
+        return False
+    given = (*placement.in_shardings, *(placement.out_shardings or ()))
+    return all(s is None or (type(s) is _sharding.NamedSharding
+                             and isinstance(s.mesh, _sharding.Mesh)) for s in given)
+
+
 def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Sequence[Any],
                    arg_attrs: Sequence[str] | None = None) -> dict:
-    """``lower_module`` keywords for a placement: ``arg_attrs`` with an ``mhlo.sharding``
-    per parameter, ``result_attrs`` for requested output layouts, ``num_partitions``."""
+    """``lower_module`` keywords for a placement: ``arg_attrs`` with a sharding per
+    parameter, ``result_attrs`` for requested output layouts, ``num_partitions`` and,
+    for Shardy (``use_shardy``), ``sdy``, the module's mesh table: ``sdy.sharding``
+    attributes then, ``mhlo.sharding`` ones (GSPMD) otherwise."""
+    sdy = _sdy.Meshes(placement.devices) if use_shardy(placement) else None
+
+    def attr(s, ndim):
+        if sdy is not None:
+            return f"sdy.sharding = {sdy.attr(s, ndim)}"
+        return f"mhlo.sharding = {string_attr(s.hlo_text(ndim))}"
     args = []
     for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
         _sharding.check_sharding_shape(s, a.shape, f"argument {i}")
-        attr = f"mhlo.sharding = {string_attr(s.hlo_text(len(a.shape)))}"
+        text = attr(s, len(a.shape))
         base = arg_attrs[i] if arg_attrs else ""
-        args.append(f"{base}, {attr}" if base else attr)
+        args.append(f"{base}, {text}" if base else text)
     results = None
     if placement.out_shardings is not None:
         results = []
@@ -174,9 +199,9 @@ def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Seq
                 results.append("")
                 continue
             _sharding.check_sharding_shape(s, a.shape, f"output {i}")
-            results.append(f"mhlo.sharding = {string_attr(s.hlo_text(len(a.shape)))}")
+            results.append(attr(s, len(a.shape)))
     return {"arg_attrs": args, "result_attrs": results,
-            "num_partitions": len(placement.devices)}
+            "num_partitions": len(placement.devices), "sdy": sdy}
 
 
 def _sharding_constraint_impl(x, *, sharding):
