@@ -74,7 +74,8 @@ def pycapsule(funcptr) -> Any:
     unnamed ``PyCapsule``, the form ``register_ffi_target`` takes.
 
     >>> lib = ctypes.cdll.LoadLibrary("./libkernels.so")  # doctest: +SKIP
-    >>> minijax.ffi.register_ffi_target("my_target", minijax.ffi.pycapsule(lib.MyHandler))
+    >>> minijax.ffi.register_ffi_target(  # doctest: +SKIP
+    ...     "my_target", minijax.ffi.pycapsule(lib.MyHandler))
     """
     destructor = ctypes.CFUNCTYPE(None, ctypes.py_object)
     new = ctypes.pythonapi.PyCapsule_New
@@ -251,9 +252,9 @@ def ffi_call(target_name: str, result_shape_dtypes: Any, *, has_side_effect: boo
       custom_call_api_version: 4 (the typed FFI); earlier versions call legacy targets.
       legacy_backend_config: the opaque string of a legacy target (version < 4 only).
 
-    >>> y = minijax.ffi.ffi_call("rms_norm", minijax.ShapeDtypeStruct(x.shape, x.dtype),
-    ...                          vmap_method="broadcast_all")(x, eps=np.float32(1e-5))
-    ... # doctest: +SKIP
+    >>> rms_norm = minijax.ffi.ffi_call(  # doctest: +SKIP
+    ...     "rms_norm", minijax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="broadcast_all")
+    >>> y = minijax.jit(lambda x: rms_norm(x, eps=np.float32(1e-5)))(x)  # doctest: +SKIP
     """
     if vmap_method not in VMAP_METHODS:
         raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
