@@ -307,13 +307,13 @@ def ffi_call(target_name: str, result_shape_dtypes: Any, *, has_side_effect: boo
                                  f"referring to an input with layout {static_in[i]} and an "
                                  f"output with a different layout {static_out[o]}.")
             aliases.append((i, o))
-        results = ffi_call_p.bind(
-            *args, result_avals=result_avals, vmap_method=vmap_method,
-            target_name=target_name, has_side_effect=bool(has_side_effect),
-            input_layouts=static_in, output_layouts=static_out,
-            input_output_aliases=tuple(aliases),
+        results = ffi_call_p.bind(  # params in jax's order (jaxprs print the same)
+            *args, attributes=wrap_attributes(kwargs),
             custom_call_api_version=int(custom_call_api_version),
-            legacy_backend_config=legacy_backend_config, attributes=wrap_attributes(kwargs))
+            has_side_effect=bool(has_side_effect), input_layouts=static_in,
+            input_output_aliases=tuple(aliases), legacy_backend_config=legacy_backend_config,
+            output_layouts=static_out, result_avals=result_avals, target_name=target_name,
+            vmap_method=vmap_method)
         if multiple_results:
             return tuple(results) if isinstance(result_shape_dtypes, tuple) else list(results)
         return results[0]

@@ -437,3 +437,21 @@ def test_ffi_lowering_for_a_primitive(targets):
     mlir.register_lowering(inc, lambda ctx, x: build(ctx, x).results)
     text = minijax.jit(lambda x: inc.bind(x)).lower(mjnp.zeros(3)).as_text()
     assert "has_side_effect = true" in text and "mhlo.backend_config = {k = 1 : i32}" in text
+
+
+def test_jaxpr_and_export_like_jax(targets):
+    def call(lib):
+        return lib.ffi.ffi_call("mj_add", lib.ShapeDtypeStruct((), np.float32))
+
+    mine = str(minijax.make_jaxpr(lambda x, y: call(minijax)(x, y, k=np.int32(2)))(1.0, 2.0))
+    theirs = str(jax.make_jaxpr(lambda x, y: call(jax)(x, y, k=np.int32(2)))(1.0, 2.0))
+    assert mine.replace("ShapedArray(f32[])", "ShapedArray(float32[])") == theirs
+    np.testing.assert_array_equal(call(minijax)(1.0, np.float32(2)), 3.0)
+    # export refuses targets without compatibility guarantees unless told otherwise
+    with pytest.raises(ValueError, match="no compatibility guarantees"):
+        minijax.export.export(minijax.jit(call(minijax)))(np.float32(1), np.float32(2))
+    exp = minijax.export.export(
+        minijax.jit(call(minijax)),
+        disabled_checks=[minijax.export.DisabledSafetyCheck.custom_call("mj_add")])(
+            np.float32(1), np.float32(2))
+    np.testing.assert_array_equal(exp.call(np.float32(1), np.float32(4)), 5.0)
