@@ -383,6 +383,10 @@ def test_kernel_errors_are_raised(targets):
     with pytest.raises(minijax.errors.JaxRuntimeError, match="Wrong number of attributes"):
         g(X)  # the attribute the handler needs is missing
     np.testing.assert_allclose(g(X, eps=EPS), _rms_norm(X), rtol=1e-6)  # still usable
+    # an f64 attribute equal to the f32 one just used is another call (not its executable)
+    np.testing.assert_allclose(g(X, eps=np.float32(1.0)), _rms_norm(X, 1.0), rtol=1e-6)
+    with pytest.raises(minijax.errors.JaxRuntimeError, match="expected F32 but got F64"):
+        g(X, eps=1.0)
 
 
 @pytest.mark.parametrize("bad", [3, None, "f32", [object()]])

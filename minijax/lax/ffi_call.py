@@ -103,11 +103,37 @@ class FrozenDict(Mapping):
         return f"FrozenDict({self._d!r})"
 
 
+class _Typed:
+    """A scalar attribute compared with its type: ``eps=1.0`` (f64) and
+    ``eps=np.float32(1)`` (f32) are different calls, although ``1.0 == np.float32(1)``
+    (so the eager cache does not run one's executable for the other). Prints as the
+    value."""
+
+    __slots__ = ("val",)
+
+    def __init__(self, val):
+        self.val = val
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _Typed) and type(self.val) is type(other.val)
+                and self.val == other.val)
+
+    def __hash__(self) -> int:
+        return hash((type(self.val), self.val))
+
+    def __repr__(self) -> str:
+        return repr(self.val)
+
+
 def _hashable(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return HashableArray(v)
     if isinstance(v, dict):
         return FrozenDict({k: _hashable(x) for k, x in v.items()})
+    if isinstance(v, tuple):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, (bool, int, float, complex, np.generic)):
+        return _Typed(v)
     return v
 
 
@@ -126,10 +152,12 @@ def wrap_attributes(kwargs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 def _unwrap(v: Any) -> Any:
-    if isinstance(v, HashableArray):
+    if isinstance(v, (HashableArray, _Typed)):
         return v.val
     if isinstance(v, FrozenDict):
         return {k: _unwrap(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_unwrap(x) for x in v)
     return v
 
 
@@ -180,7 +208,7 @@ _PY_SCALAR_DTYPES = ((bool, np.dtype(np.bool_)), (int, np.dtype(np.int64)),
 
 def attribute_text(v: Any) -> str:
     """The MLIR attribute for the value of a handler attribute (jax's typing of it)."""
-    if isinstance(v, (HashableArray, FrozenDict)):
+    if isinstance(v, (HashableArray, FrozenDict, _Typed)):
         v = _unwrap(v)
     if isinstance(v, np.ndarray):
         return _array_attr(v)
