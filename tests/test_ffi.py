@@ -459,3 +459,21 @@ def test_jaxpr_and_export_like_jax(targets):
         disabled_checks=[minijax.export.DisabledSafetyCheck.custom_call("mj_add")])(
             np.float32(1), np.float32(2))
     np.testing.assert_array_equal(exp.call(np.float32(1), np.float32(4)), 5.0)
+
+
+def test_register_by_stage_and_differentiate_with_custom_vjp(targets):
+    ffi.register_ffi_target("mj_add_by_stage", {"execute": ffi.pycapsule(targets.Add)})
+    add = ffi.ffi_call("mj_add_by_stage", minijax.ShapeDtypeStruct(X.shape, X.dtype),
+                       vmap_method="broadcast_all")
+    np.testing.assert_array_equal(add(X, X), 2 * X)
+
+    @minijax.custom_vjp
+    def f(x, y):
+        return add(x, y)
+
+    f.defvjp(lambda x, y: (add(x, y), None), lambda _, ct: (ct, ct))
+    gx, gy = minijax.grad(lambda x, y: (f(x, y) ** 2).sum(), argnums=(0, 1))(X, X)
+    np.testing.assert_allclose(gx, 4 * X)
+    np.testing.assert_allclose(gy, 4 * X)
+    np.testing.assert_allclose(minijax.jit(minijax.grad(lambda x: (f(x, x) ** 2).sum()))(X),
+                               8 * X)
