@@ -96,6 +96,13 @@ static ffi::Error IncrementImpl(ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Increment, IncrementImpl,
                               ffi::Ffi::Bind().Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
+
+// A user type: XLA assigns its id when it is registered.
+extern "C" {
+XLA_FFI_TypeId MjStateTypeId = XLA_FFI_UNKNOWN_TYPE_ID;
+static void DeleteMjState(void*) {}
+XLA_FFI_TypeInfo MjStateTypeInfo = {XLA_FFI_TypeInfo_STRUCT_SIZE, nullptr, DeleteMjState};
+}
 """
 
 # target name -> the handler's symbol in the library
@@ -477,3 +484,13 @@ def test_register_by_stage_and_differentiate_with_custom_vjp(targets):
     np.testing.assert_allclose(gy, 4 * X)
     np.testing.assert_allclose(minijax.jit(minijax.grad(lambda x: (f(x, x) ** 2).sum()))(X),
                                8 * X)
+
+
+def test_register_ffi_type_assigns_a_type_id(targets):
+    mjnp.zeros(1).block_until_ready()  # the CPU client (registrations wait for it)
+    type_id = ctypes.c_int64.in_dll(targets, "MjStateTypeId")
+    assert type_id.value == 0
+    info = ctypes.c_char.in_dll(targets, "MjStateTypeInfo")
+    ffi.register_ffi_type("mj_state", {"type_id": ffi.pycapsule(ctypes.addressof(type_id)),
+                                       "type_info": ffi.pycapsule(ctypes.addressof(info))})
+    assert type_id.value != 0
