@@ -494,3 +494,22 @@ def test_register_ffi_type_assigns_a_type_id(targets):
     ffi.register_ffi_type("mj_state", {"type_id": ffi.pycapsule(ctypes.addressof(type_id)),
                                        "type_info": ffi.pycapsule(ctypes.addressof(info))})
     assert type_id.value != 0
+
+
+def test_no_results_and_legacy_configs_lower_like_jax():
+    def no_results(lib):
+        f = lib.ffi.ffi_call("mj_not_registered", [], has_side_effect=True)
+
+        def g(x):
+            f(x, tag="x")
+            return x + 1
+        return g
+
+    _same_custom_calls(no_results(minijax), no_results(jax), X)
+
+    def legacy(lib, config):
+        return lib.ffi.ffi_call("mj_not_registered", lib.ShapeDtypeStruct(X.shape, X.dtype),
+                                custom_call_api_version=1, legacy_backend_config=config)
+
+    for config in (b"\x01ab", 'with "quotes"', None):
+        _same_custom_calls(legacy(minijax, config), legacy(jax, config), X)
