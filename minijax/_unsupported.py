@@ -56,8 +56,6 @@ _SHARDING_IN_TYPES = ("sharding in types (explicit mesh axes, smap, auto/explici
 smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 
-ffi = unsupported_module("ffi", "foreign function calls (jax.ffi) are not implemented; use "
-                                "minijax.pure_callback")
 lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)")
 memory = unsupported_module("memory", "minijax has one memory space per device")
 cloud_tpu_init = unsupported_module("cloud_tpu_init", "minijax does not set up Cloud TPUs")

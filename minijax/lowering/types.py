@@ -105,6 +105,12 @@ def _is_splat(arr: np.ndarray) -> bool:
     return bool(np.all(flat == flat[0]))
 
 
+def scalar_literal(x, dtype: np.dtype) -> str:
+    """The literal of one element of ``dtype`` (``1.5``, ``3``, ``true``; non-finite floats in
+    hex), as in a dense attribute or after ``value : type`` in a scalar attribute."""
+    return _scalar_literal(x, np.dtype(dtype))
+
+
 def _scalar_literal(x, dtype: np.dtype) -> str:
     if dtype == dtypes.bool_:
         return "true" if bool(x) else "false"

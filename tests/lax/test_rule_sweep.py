@@ -778,6 +778,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
     # Side effects only (no outputs to compare, or outputs that come from a side effect):
     # tests/test_callbacks.py checks their calls, order, vmap and grad against jax.
     "io_callback": {"case": "side effects; tests/test_callbacks.py"},
+    # A call of compiled C++: tests/test_ffi.py builds a kernel and checks it eagerly,
+    # under jit and under each vmap_method, against NumPy and jax.
+    "ffi_call": {"case": "needs a compiled FFI kernel; tests/test_ffi.py"},
     "debug_callback": {"case": "no outputs; tests/test_callbacks.py"},
     "debug_print": {"case": "no outputs; tests/test_callbacks.py"},
     "check": {"case": "no outputs (raises); tests/experimental/test_checkify.py"},
