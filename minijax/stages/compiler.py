@@ -19,8 +19,10 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -98,11 +100,12 @@ def compile_module(text: str, out_avals: Sequence[ShapedArray],
     compile_options = _rt_exe.default_compile_options(device, num_args, len(out_avals))
     _options.apply(compile_options, options)
     start = time.perf_counter()
-    exe = _rt_exe.compile(text, backend, compile_options=compile_options, out_avals=out_avals,
-                          device=device, donated=donated, parsed=parsed)
-    if config.minijax_log_compiles:  # jax_log_compiles: a warning per XLA compilation
-        logger.warning("Finished XLA compilation of %s in %.9f sec",
-                       f"jit({name})" if name else "module", time.perf_counter() - start)
+    with slow_compile_notice(name, text):
+        exe = _rt_exe.compile(text, backend, compile_options=compile_options,
+                              out_avals=out_avals, device=device, donated=donated,
+                              parsed=parsed)
+    log_step("Finished XLA compilation of %s in %.9f sec",
+             f"jit({name})" if name else "module", start)
     if key is not None:
         _cache_store(key, exe, name)
     EXECUTABLES.put_executable(shared, exe)
@@ -153,13 +156,48 @@ def _compile_placed(text: str, out_avals: Sequence[ShapedArray], options: Option
         if exe is not None:
             return exe
     start = time.perf_counter()
-    exe = compile_sharded(text, out_avals, placement, options=options, donated=donated)
-    if config.minijax_log_compiles:
-        logger.warning("Finished XLA compilation of %s in %.9f sec",
-                       f"jit({name})" if name else "module", time.perf_counter() - start)
+    with slow_compile_notice(name, text):
+        exe = compile_sharded(text, out_avals, placement, options=options, donated=donated)
+    log_step("Finished XLA compilation of %s in %.9f sec",
+             f"jit({name})" if name else "module", start)
     if key is not None:
         _cache_store(key, exe, name)
     return exe
+
+
+# A compilation still running after this many seconds says so, once (``logging``).
+SLOW_COMPILE_NOTICE_SECONDS = 5.0
+
+
+def log_step(message: str, what: str, start: float) -> None:
+    """Log that a step of ``what`` (tracing, lowering, compiling) finished, with the
+    seconds since ``start``: a warning with ``minijax_log_compiles`` (jax_log_compiles),
+    a debug message otherwise, with jax's wording."""
+    level = logging.WARNING if config.minijax_log_compiles else logging.DEBUG
+    if logger.isEnabledFor(level):
+        logger.log(level, message, what, time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def slow_compile_notice(name: str | None, text: str):
+    """Around one XLA compilation: if it takes longer than
+    ``SLOW_COMPILE_NOTICE_SECONDS``, a warning says so once while it runs (the function's
+    name, the module's size, the time so far)."""
+    start = time.perf_counter()
+
+    def notice():
+        lines = text.count("\n") + 1 if isinstance(text, str) else None
+        size = f"{lines} lines of StableHLO" if lines is not None else "a module"
+        logger.warning("XLA is still compiling %s (%s) after %.1f sec",
+                       f"jit({name})" if name else "a module", size,
+                       time.perf_counter() - start)
+    timer = threading.Timer(SLOW_COMPILE_NOTICE_SECONDS, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def explaining() -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import time
 import weakref
 from typing import Any
 from collections.abc import Callable, Iterable, Sequence
@@ -46,7 +47,7 @@ from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_t
 from minijax.runtime.transfer import PY_SCALAR_TYPES, record_numpy_specs, scalar_specs
 from minijax.stages.dispatch import DispatchBase, flat_key, make_constants, mark_donated
 from minijax.stages.entry import TraceEntry, used_inputs
-from minijax.stages.compiler import compile_module, normalize_options
+from minijax.stages.compiler import compile_module, log_step, normalize_options
 from minijax.stages.jit_primitive import jit_p
 from minijax.stages.sharded import (Placement, aot_device, interned_ids, mesh_placement,
                                     placement_of, to_buffers)
@@ -327,7 +328,9 @@ class Wrapped(DispatchBase):
             _check_outputs(self._name, outs, [p for p, _ in pairs])
             return outs, None
 
+        start = time.perf_counter()
         jaxpr, consts, _ = trace_to_jaxpr(flat_fun, avals, debug)
+        log_step("Finished tracing %s for jit in %.9f sec", self._name, start)
         closed, hoisted = split_tracer_consts(jaxpr, consts)
         out_tree, out_paths = out_info[0]
         donated = [self._donated_leaf(p, dyn_nums) for p in paths]

@@ -9,6 +9,7 @@ eagerly (``run_jit_equation``) take the same path.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from minijax.core.aval import ShapeDtypeStruct
@@ -22,7 +23,7 @@ from minijax.runtime.backend import get_backend
 from minijax.stages.cache import EXECUTABLES
 from minijax.stages.common import (abstractify, check_on_device, module_name, raise_if_deleted,
                                    result_names)
-from minijax.stages.compiler import (alias_arg_attrs, compile_module, normalize_options,
+from minijax.stages.compiler import (alias_arg_attrs, compile_module, log_step, normalize_options,
                                      warn_unused_donations)
 from minijax.stages.dispatch import DispatchBase, make_constants, mark_donated
 from minijax.stages.entry import flat_entry, forwarded_inputs, param_runner
@@ -96,11 +97,15 @@ def lower_entry(entry, metadata: tuple = (), device=None) -> tuple[str, Lowering
         extra = {"arg_attrs": alias_arg_attrs(entry.params(entry.aliases))}
         closed = entry.pruned_jaxpr()
         arg_names = entry.params(entry.arg_names) if entry.arg_names else entry.arg_names
-    return lower_module(closed, module_name=module_name(entry.name),
-                        name_prefix=f"jit({entry.name})", arg_names=arg_names,
-                        result_names=(None if entry.out_paths is None
-                                      else result_names(entry.out_paths)),
-                        outer_metadata=metadata, with_info=True, **extra)
+    start = time.perf_counter()
+    out = lower_module(closed, module_name=module_name(entry.name),
+                       name_prefix=f"jit({entry.name})", arg_names=arg_names,
+                       result_names=(None if entry.out_paths is None
+                                     else result_names(entry.out_paths)),
+                       outer_metadata=metadata, with_info=True, **extra)
+    log_step("Finished jaxpr to MLIR module conversion %s in %.9f sec",
+             f"jit({entry.name})", start)
+    return out
 
 
 class Traced(_StageInfo):

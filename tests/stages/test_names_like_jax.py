@@ -195,3 +195,38 @@ def test_log_compiles_names_the_computation_like_jax(caplog):
         found.append(sorted({r.getMessage().split(" in ")[0] for r in caplog.records
                              if r.getMessage().startswith("Finished XLA compilation")}))
     assert found[0] == found[1] == ["Finished XLA compilation of jit(scaled_by_seven)"]
+
+
+def test_log_compiles_reports_trace_lower_and_compile_like_jax(caplog):
+    import logging
+
+    def times_seven_point_one(x):
+        return x * 7.1
+    x = np.arange(6, dtype=np.float32)
+    found = []
+    for m in (minijax, jax):
+        caplog.clear()
+        with m.log_compiles(True), caplog.at_level(logging.WARNING):
+            m.jit(times_seven_point_one)(x)
+        found.append([r.getMessage().split(" in ")[0] for r in caplog.records
+                      if r.getMessage().startswith("Finished")
+                      and "times_seven_point_one" in r.getMessage()])
+    assert found[0] == found[1] == [
+        "Finished tracing times_seven_point_one for jit",
+        "Finished jaxpr to MLIR module conversion jit(times_seven_point_one)",
+        "Finished XLA compilation of jit(times_seven_point_one)"]
+
+
+def test_a_slow_compile_says_so_once(caplog, monkeypatch):
+    import logging
+
+    from minijax.stages import compiler
+    monkeypatch.setattr(compiler, "SLOW_COMPILE_NOTICE_SECONDS", 0.0)
+
+    def slowly_compiled(x):
+        return minijax.numpy.tanh(x) * 3.3
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+        minijax.jit(slowly_compiled)(np.ones(7, np.float32))
+    notes = [r.getMessage() for r in caplog.records if "still compiling" in r.getMessage()]
+    assert len(notes) == 1
+    assert "jit(slowly_compiled)" in notes[0] and "lines of StableHLO" in notes[0]
