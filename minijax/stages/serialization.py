@@ -205,7 +205,8 @@ def serialize(compiled) -> bytes:
     Raises:
       TypeError: ``compiled`` is not a ``Compiled``.
       ValueError: its argument or result structure holds a pytree node type that is
-        not registered for serialization (see ``register_pytree_node_serialization``).
+        not registered for serialization (see ``register_pytree_node_serialization``),
+        or it is partitioned over several devices.
     """
     return serialize_with_trees(compiled, store_trees=True)
 
@@ -218,6 +219,13 @@ def serialize_with_trees(compiled, *, store_trees: bool) -> bytes:
     if not isinstance(compiled, Compiled):
         raise TypeError(f"serialize expects a minijax.stages.Compiled, got {type(compiled)}")
     entry, exe = compiled.trace_entry, compiled.executable
+    placement = getattr(exe, "placement", None)
+    if placement is not None and len(placement.devices) > 1:
+        # loading binds an executable to one device, and XLA aborts the process on a
+        # partitioned one
+        raise ValueError(f"cannot serialize a Compiled partitioned over "
+                         f"{len(placement.devices)} devices; only single-device executables "
+                         f"can be serialized")
     header = {
         "platform": _rt_exe.platform_fingerprint(exe.backend, exe.device),
         "name": str(entry.name),

@@ -97,3 +97,42 @@ def test_no_pickle_on_load(monkeypatch):
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(pickle, "Unpickler", refuse)
     np.testing.assert_allclose(se.deserialize_and_load(payload, in_tree, out_tree)(X), X * 3)
+
+
+_SHARDED = r"""
+import numpy as np, minijax
+from minijax.experimental import serialize_executable as se
+from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from minijax.stages import serialize
+mesh = Mesh(np.array(minijax.devices()), ("x",))
+x = minijax.device_put(np.arange(4.0), NamedSharding(mesh, P("x")))
+c = minijax.jit(lambda x: x * 2).lower(x).compile()
+for fn in (se.serialize, serialize):
+    try:
+        fn(c)
+    except ValueError as e:
+        assert "partitioned over 2 devices" in str(e), e
+    else:
+        raise AssertionError("serialized a partitioned executable")
+d1 = minijax.devices()[1]  # a single-device executable on another device loads there
+y1 = minijax.device_put(np.arange(4.0), d1)
+payload, it, ot = se.serialize(minijax.jit(lambda x: x * 2).lower(y1).compile())
+out = se.deserialize_and_load(payload, it, ot, execution_devices=[d1])(y1)
+assert out.devices() == {d1}, out.devices()
+np.testing.assert_allclose(out, np.arange(4.0) * 2)
+print("OK")
+"""
+
+
+@pytest.mark.slow
+def test_partitioned_refused_and_other_device_on_2_devices():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES="2", MINIJAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", _SHARDED], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr
