@@ -207,3 +207,19 @@ def test_errors():
         sparse.BCOO((np.ones(2), np.zeros((3, 2), np.int32)), shape=(3, 4))
     with pytest.raises(ValueError):
         a.transpose((0, 0))
+
+
+def test_sort_and_sum_duplicates_like_jax():
+    data = np.array([1., 2., 0., 5., 3., 0.], np.float32)
+    idx = np.array([[2, 3], [0, 1], [1, 1], [2, 3], [0, 0], [3, 4]], np.int32)
+    a, b = sparse.BCOO((data, idx), shape=(3, 4)), js.BCOO((data, idx), shape=(3, 4))
+    _same_bcoo(a.sort_indices(), b.sort_indices())
+    _same_bcoo(sparse.bcoo_sort_indices(a), js.bcoo_sort_indices(b))
+    for kw in ({}, {"remove_zeros": False}, {"nse": 6}, {"nse": 2},
+               {"nse": 4, "remove_zeros": False}):
+        _same_bcoo(a.sum_duplicates(**kw), b.sum_duplicates(**kw))
+    _same_bcoo(sparse.bcoo_sum_duplicates(a), js.bcoo_sum_duplicates(b))
+    f = minijax.jit(lambda d: sparse.BCOO((d, idx), shape=(3, 4)).sum_duplicates(nse=4))
+    _same_bcoo(f(data), b.sum_duplicates(nse=4))
+    with pytest.raises(minijax.errors.ConcretizationTypeError, match="nse"):
+        minijax.jit(lambda d: sparse.BCOO((d, idx), shape=(3, 4)).sum_duplicates().data)(data)

@@ -9,13 +9,15 @@ and ``grad``/``value_and_grad``, which differentiate sparse arguments by their v
 
 from minijax.experimental.sparse.ad import grad, value_and_grad
 from minijax.experimental.sparse.bcoo import (BCOO, bcoo_dot_general, bcoo_fromdense,
-                                              bcoo_reduce_sum, bcoo_todense, bcoo_transpose)
+                                              bcoo_reduce_sum, bcoo_sort_indices,
+                                              bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
 from minijax.experimental.sparse.bcsr import BCSR, bcsr_fromdense, bcsr_todense
 from minijax.experimental.sparse.transform import sparsify
 
 __all__ = ["BCOO", "BCSR", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum",
-           "bcoo_todense", "bcoo_transpose", "bcsr_fromdense", "bcsr_todense", "grad",
-           "sparsify", "todense", "value_and_grad"]
+           "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose",
+           "bcsr_fromdense", "bcsr_todense", "grad", "sparsify", "todense",
+           "value_and_grad"]
 
 
 def todense(arr):

@@ -21,8 +21,8 @@ import numpy as np
 from minijax import numpy as jnp
 from minijax.tree_util import register_pytree_node
 
-__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum", "bcoo_todense",
-           "bcoo_transpose"]
+__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum",
+           "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose"]
 
 
 def _unsupported_layout(n_batch: int, n_dense: int) -> None:
@@ -108,6 +108,22 @@ class BCOO:
 
     def todense(self):
         return bcoo_todense(self)
+
+    def sort_indices(self) -> BCOO:
+        """The same array with its entries in row-major order of their coordinates."""
+        return bcoo_sort_indices(self)
+
+    def sum_duplicates(self, nse: int | None = None, remove_zeros: bool = True) -> BCOO:
+        """The same array with repeated coordinates summed into one sorted entry each (and,
+        with ``remove_zeros``, entries whose value is 0 dropped). ``nse``: the entries
+        of the result (padded or cut); by default the count needed, which needs concrete
+        values."""
+        return bcoo_sum_duplicates(self._zeros_to_padding() if remove_zeros else self, nse)
+
+    def _zeros_to_padding(self) -> BCOO:
+        fill = jnp.array(self.shape, self.indices.dtype)
+        indices = jnp.where((self.data == 0)[:, None], fill[None, :], self.indices)
+        return BCOO._from_parts(self.data, indices, self.shape)
 
     def astype(self, dtype):
         return self._with_data(self.data.astype(dtype))
@@ -230,6 +246,52 @@ def bcoo_fromdense(mat, *, nse: int | None = None, n_batch: int = 0, n_dense: in
 
 
 # ---- structural operations ---------------------------------------------------------------
+
+def _canonical_padding(mat: BCOO):
+    """``mat.indices`` with every entry that has an out-of-bounds coordinate moved to
+    ``shape`` (so that padding entries are equal, and sort last); and ``shape``."""
+    fill = jnp.array(mat.shape, mat.indices.dtype)[None, :]
+    outside = jnp.any(mat.indices >= fill, axis=1, keepdims=True)
+    return jnp.where(outside, fill, mat.indices), fill
+
+
+def bcoo_sort_indices(mat: BCOO) -> BCOO:
+    """``mat`` with its entries sorted by coordinates (row-major), duplicates kept."""
+    if mat.ndim == 0 or mat.nse == 0:
+        return mat
+    indices, _ = _canonical_padding(mat)
+    order = jnp.lexsort(tuple(indices[:, d] for d in reversed(range(mat.ndim))))
+    return BCOO._from_parts(mat.data[order], indices[order], mat.shape, True,
+                            mat.unique_indices)
+
+
+def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
+    """``mat`` with one entry per distinct coordinate (values summed), sorted; ``nse``
+    entries (default: as many as needed, which needs concrete indices)."""
+    if mat.ndim == 0 or mat.nse == 0:
+        return mat
+    indices, fill = _canonical_padding(mat)
+    uniq, where = jnp.unique(indices, axis=0, return_inverse=True, size=mat.nse,
+                             fill_value=fill[0])
+    where = where.reshape(-1)
+    if nse is None:
+        from minijax.core.errors import ConcretizationTypeError
+        try:
+            rows = np.asarray(uniq)
+            nse = int(len(np.unique(rows, axis=0)) - np.any(np.all(rows == np.asarray(fill),
+                                                                     axis=1)))
+        except (ConcretizationTypeError, TypeError) as e:
+            raise ConcretizationTypeError(
+                "the nse argument of bcoo_sum_duplicates: pass a concrete nse to use it in "
+                "traced/compiled code") from e
+    nse = operator.index(nse)
+    if nse <= mat.nse:
+        uniq = uniq[:nse]
+    else:
+        uniq = jnp.concatenate([uniq, jnp.broadcast_to(fill, (nse - mat.nse, mat.ndim))])
+    data = jnp.zeros((nse,), mat.dtype).at[where].add(mat.data, mode="drop")
+    return BCOO._from_parts(data, uniq, mat.shape, True, True)
+
 
 def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
     perm = tuple(operator.index(p) for p in permutation)
