@@ -171,6 +171,12 @@ def test_sparsify_like_jax():
     _eq(sparse.sparsify(lambda s: s.sum())(a), js.sparsify(lambda s: s.sum())(b))
     _eq(sparse.sparsify(lambda d: d["m"] @ d["x"])({"m": a, "x": V}), M @ V)
     _eq(minijax.jit(sparse.sparsify(lambda s, x: s @ x))(a, V), M @ V)
+    inner = minijax.jit(lambda s, x: s @ x)  # a jit inside: evaluated with sparse values
+    jinner = jax.jit(lambda s, x: s @ x)
+    _eq(sparse.sparsify(lambda s, x: inner(s, x) + jnp.einsum("ij,j->i", s, x))(a, V),
+        js.sparsify(lambda s, x: jinner(s, x) + jjnp.einsum("ij,j->i", s, x))(b, V))
+    _same_bcoo(sparse.sparsify(minijax.jit(lambda s: s * 2))(a),
+               js.sparsify(jax.jit(lambda s: s * 2))(b))
     with pytest.raises(NotImplementedError, match="sparse rule for exp") as e1:
         sparse.sparsify(jnp.exp)(a)
     with pytest.raises(NotImplementedError) as e2:

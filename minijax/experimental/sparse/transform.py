@@ -73,8 +73,16 @@ _RULES: dict[str, Callable] = {
 }
 
 
+_CALLS = {"jit", "pjit", "closed_call", "core_call"}  # evaluated inline, sparse inside
+
+
 def _apply(eqn, ins):
     name = eqn.primitive.name
+    if name in _CALLS:
+        inner = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+        if hasattr(inner, "consts"):
+            return _eval(inner.jaxpr, inner.consts, ins)
+        return _eval(inner, [], ins)
     rule = _RULES.get(name)
     if rule is not None:
         return rule(*ins, **eqn.params)
@@ -103,7 +111,8 @@ def _eval(jaxpr, consts, args):
         ins = [read(v) for v in eqn.invars]
         if any(_is_sparse(x) for x in ins):
             outs = _apply(eqn, ins)
-            outs = outs if eqn.primitive.multiple_results else [outs]
+            if not (eqn.primitive.multiple_results or eqn.primitive.name in _CALLS):
+                outs = [outs]
         else:
             outs = eqn.primitive.bind(*ins, **eqn.params)
             outs = outs if eqn.primitive.multiple_results else [outs]
