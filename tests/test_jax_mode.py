@@ -175,3 +175,18 @@ def test_equinox_readme_mlp_trains_to_jax_losses():
     got = json.loads(_ok(_python("-m", "minijax", "run", prog)))
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert want[-1] < want[0]
+
+
+def test_experimental_modules_match_jax():
+    """jax.experimental.ode/sparse/mesh_utils/serialize_executable/compilation_cache in
+    one jax program: the same results under jax and in the jax mode."""
+    import numpy as np
+    prog = str(PROGRAMS / "experimental_modules.py")
+    want = json.loads(_ok(_python(prog)))
+    got = json.loads(_ok(_python("-m", "minijax", "run", prog)))
+    assert got.keys() == want.keys()
+    for key in want:
+        if key in ("trees", "mesh", "mesh_shape", "sparse"):
+            assert got[key] == want[key], key
+        else:
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-5, err_msg=key)

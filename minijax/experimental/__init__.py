@@ -1,7 +1,19 @@
 """minijax.experimental: ``io_callback`` (as ``jax.experimental.io_callback``), and the
-``xla_metadata``, ``pallas`` and ``shard_map`` submodules."""
+``xla_metadata``, ``pallas``, ``shard_map``, ``mesh_utils``, ``ode``, ``sparse``,
+``compilation_cache`` and ``serialize_executable`` submodules.
+
+``jax.experimental.enable_x64`` / ``disable_x64`` were removed from jax in
+favour of the ``jax.enable_x64(True/False)`` context manager; as in jax 0.10.2 they
+are absent here (``AttributeError``, naming ``minijax.enable_x64``).
+"""
 
 __all__ = ["io_callback"]
+
+# names jax.experimental no longer has -> what to use instead
+_REMOVED = {
+    "enable_x64": "jax removed it; use `with minijax.enable_x64(True):`",
+    "disable_x64": "jax removed it; use `with minijax.enable_x64(False):`",
+}
 
 
 def __getattr__(name: str):
@@ -9,6 +21,9 @@ def __getattr__(name: str):
     if name == "io_callback":
         from minijax._callback import io_callback
         return io_callback
+    if name in _REMOVED:
+        raise AttributeError(f"module 'minijax.experimental' has no attribute {name!r}: "
+                             f"{_REMOVED[name]}", name=name)
     raise AttributeError(f"module 'minijax.experimental' has no attribute {name!r}")
 
 

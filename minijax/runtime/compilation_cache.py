@@ -222,6 +222,12 @@ def _touch(fd: int) -> None:
             logger.debug("compilation cache: cannot update the time of an entry: %s", e)
 
 
+def reset() -> None:
+    """Forget what this process learned about cache directories (which were checked for
+    other users' write access), so the next use starts afresh; entries stay on disk."""
+    _checked_dirs.clear()
+
+
 def _check_directory(directory: str) -> None:
     """Warn, once per directory, when users other than this one can write entries."""
     if directory in _checked_dirs or not hasattr(os, "geteuid"):

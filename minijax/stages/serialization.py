@@ -31,6 +31,9 @@ length followed by that many bytes:
 3. the result pytree structure, JSON;
 4. XLA's serialized executable.
 
+``minijax.experimental.serialize_executable`` writes ``null`` for both structures (its
+caller keeps them and gives them back to ``load``); ``deserialize`` refuses such bytes.
+
 Every header field is validated, the trees must agree with the types, and once XLA
 has loaded the executable its own parameter and result types must be the ones the
 header states; anything else is a ``DeserializationError``. Bytes made by another
@@ -86,6 +89,7 @@ _MAX_DIM = 2**63 - 1
 # The dtypes a serialized type may name (anything else, e.g. "object", is refused).
 _DTYPES: dict[str, np.dtype] = {d.name: d for d in dtypes.SUPPORTED}
 _DTYPES["float0"] = dtypes.float0
+_NO_TREE = b"null"  # a tree section left for the caller to supply (serialize_executable)
 _HEADER_FIELDS = {"platform", "name", "in_avals", "out_avals", "donated", "arg_names"}
 
 
@@ -201,12 +205,27 @@ def serialize(compiled) -> bytes:
     Raises:
       TypeError: ``compiled`` is not a ``Compiled``.
       ValueError: its argument or result structure holds a pytree node type that is
-        not registered for serialization (see ``register_pytree_node_serialization``).
+        not registered for serialization (see ``register_pytree_node_serialization``),
+        or it is partitioned over several devices.
     """
+    return serialize_with_trees(compiled, store_trees=True)
+
+
+def serialize_with_trees(compiled, *, store_trees: bool) -> bytes:
+    """``serialize``; with ``store_trees=False`` the two pytree structures are left out
+    (each section is JSON ``null``) and must be given to ``load`` (``serialize_executable``'s way:
+    the caller keeps the trees, so any node type works)."""
     from minijax.stages.stages import Compiled
     if not isinstance(compiled, Compiled):
         raise TypeError(f"serialize expects a minijax.stages.Compiled, got {type(compiled)}")
     entry, exe = compiled.trace_entry, compiled.executable
+    placement = getattr(exe, "placement", None)
+    if placement is not None and len(placement.devices) > 1:
+        # loading binds an executable to one device, and XLA aborts the process on a
+        # partitioned one
+        raise ValueError(f"cannot serialize a Compiled partitioned over "
+                         f"{len(placement.devices)} devices; only single-device executables "
+                         f"can be serialized")
     header = {
         "platform": _rt_exe.platform_fingerprint(exe.backend, exe.device),
         "name": str(entry.name),
@@ -218,8 +237,9 @@ def serialize(compiled) -> bytes:
     # unused arguments dropped (a program partitioned over devices keeps them all)
     if entry.kept is not None and getattr(exe, "placement", None) is None:
         header["kept"] = list(entry.kept)
-    return _pack([json.dumps(header).encode(), _tree_to_bytes(entry.in_tree, "argument"),
-                  _tree_to_bytes(entry.out_tree, "result"), exe.serialize()])
+    trees = ([_tree_to_bytes(entry.in_tree, "argument"),
+              _tree_to_bytes(entry.out_tree, "result")] if store_trees else [_NO_TREE] * 2)
+    return _pack([json.dumps(header).encode(), *trees, exe.serialize()])
 
 
 def deserialize(data: bytes):
@@ -234,20 +254,39 @@ def deserialize(data: bytes):
         another platform or device kind, name a pytree node type not registered
         here, or state types that the executable does not have.
     """
+    return load(data)
+
+
+def load(data: bytes, trees: tuple[PyTreeDef, PyTreeDef] | None = None,
+         backend=None, device=None):
+    """``deserialize``, with the ``(in_tree, out_tree)`` given by the caller instead of
+    read from the bytes (required when ``serialize_with_trees`` left them out), on
+    ``backend``'s ``device`` (default: the default backend's first device)."""
     from minijax.stages.entry import TraceEntry
     from minijax.stages.stages import Compiled
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DeserializationError(f"deserialize expects bytes, got {type(data).__name__}")
     header_b, in_tree_b, out_tree_b, exe_bytes = _unpack(bytes(data))
     header = _parse_header(header_b)
-    here = _rt_exe.platform_fingerprint()
+    here = _rt_exe.platform_fingerprint(backend, device)
     if header["platform"] != here:
         raise DeserializationError(
             f"this Compiled was serialized for {_describe(header['platform'])} and cannot "
             f"be loaded on {_describe(here)}; lower and compile it again here")
     in_avals, out_avals = header["in_avals"], header["out_avals"]
-    in_tree = _tree_from_bytes(in_tree_b, "argument")
-    out_tree = _tree_from_bytes(out_tree_b, "result")
+    if trees is not None:
+        in_tree, out_tree = trees
+        if not (isinstance(in_tree, PyTreeDef) and isinstance(out_tree, PyTreeDef)):
+            raise TypeError(f"in_tree and out_tree must be PyTreeDefs, got "
+                            f"{type(in_tree).__name__} and {type(out_tree).__name__}")
+    elif in_tree_b == _NO_TREE or out_tree_b == _NO_TREE:
+        raise DeserializationError(
+            "these bytes do not hold the pytree structures (made by minijax.experimental."
+            "serialize_executable.serialize): load them with deserialize_and_load and the "
+            "in_tree and out_tree that serialize returned")
+    else:
+        in_tree = _tree_from_bytes(in_tree_b, "argument")
+        out_tree = _tree_from_bytes(out_tree_b, "result")
     if not _is_args_kwargs(in_tree):
         raise DeserializationError("damaged serialized Compiled: the argument structure is not "
                                    "a pair of positional and keyword arguments")
@@ -259,8 +298,8 @@ def deserialize(data: bytes):
     entry = TraceEntry(None, in_tree, out_tree, in_avals, header["arg_names"], None, [],
                    header["name"], header["donated"], out_avals=out_avals,
                    kept=header.get("kept"))
-    exe = _rt_exe.deserialize(exe_bytes, out_avals, donated=entry.param_aliased(),
-                              in_avals=entry.params(in_avals))
+    exe = _rt_exe.deserialize(exe_bytes, out_avals, backend, device=device,
+                              donated=entry.param_aliased(), in_avals=entry.params(in_avals))
     return Compiled(entry, exe)
 
 
