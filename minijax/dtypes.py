@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from minijax.core import dtypes as _dt
-from minijax.core.dtypes import bfloat16, float0
+from minijax.core.dtypes import bfloat16, extended, float0, prng_key
 from minijax.core.errors import TypePromotionError
 from minijax.numpy._dtypes_api import _typed, finfo, iinfo
 from minijax.numpy._dtypes_api import issubdtype as _issubdtype
@@ -22,11 +22,6 @@ from minijax.random._keys import KeyTy
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo",
            "float0", "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type",
            "scalar_type_of"]
-
-
-class extended(np.generic):
-    """The abstract scalar type of extended dtypes (those that are not NumPy's): use with
-    ``issubdtype``, e.g. ``issubdtype(key.dtype, minijax.dtypes.extended)``."""
 
 
 class ExtendedDType:
@@ -48,11 +43,6 @@ def supports_inf(dtype) -> bool:
         return False
     with np.errstate(all="ignore"):
         return bool(np.isinf(np.array(np.inf).astype(dt)))
-
-
-class prng_key(extended):
-    """The abstract scalar type of the dtypes of typed PRNG key arrays
-    (``minijax.random.key``)."""
 
 
 def issubdtype(a: Any, b: Any) -> bool:

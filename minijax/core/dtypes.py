@@ -319,3 +319,13 @@ _SHORT = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
           uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
           bfloat16: "bf16", float16: "f16", float32: "f32", float64: "f64",
           complex64: "c64", complex128: "c128", float0: "float0"}
+
+
+class extended(np.generic):
+    """The abstract scalar type of extended dtypes (those that are not NumPy's): use with
+    ``issubdtype``, e.g. ``issubdtype(key.dtype, minijax.dtypes.extended)``."""
+
+
+class prng_key(extended):
+    """The abstract scalar type of the dtypes of typed PRNG key arrays
+    (``minijax.random.key``): their dtype's ``type``, as in jax."""

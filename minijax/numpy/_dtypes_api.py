@@ -110,6 +110,9 @@ def _as_type(x):
         return x.dtype.type
     if isinstance(x, np.dtype):
         return x.type
+    t = getattr(x, "type", None)  # an extended dtype (a key's): its abstract scalar type
+    if isinstance(t, type) and issubclass(t, dtypes.extended):
+        return t
     return x
 
 

@@ -30,6 +30,7 @@ from minijax.core import aval, dtypes
 from minijax.core.trace import Tracer, get_aval
 from minijax.lax.prng import iota_2x32_shape, threefry2x32, threefry_2x32
 from minijax.runtime.array import Array
+from minijax.runtime.basearray import Array as ArrayType
 from minijax.stages.jit import jit
 from minijax.tree_util import register_pytree_node
 
@@ -63,6 +64,7 @@ class KeyTy:
     """The dtype of typed key arrays, ``key<fry>`` for Threefry keys."""
 
     __slots__ = ("_impl",)
+    type = dtypes.prng_key  # its scalar type, as jax's (issubdtype reads it)
 
     def __init__(self, impl: PRNGImpl):
         self._impl = impl
@@ -474,3 +476,8 @@ def key_impl(keys) -> str:
 def key_dtype(impl=None) -> KeyTy:
     """The dtype of typed keys of ``impl`` (default threefry2x32): ``key<fry>``."""
     return KeyTy(resolve_impl(impl))
+
+
+# Typed key arrays are minijax Arrays, as jax's are jax.Arrays (libraries check
+# ``isinstance(key, jax.Array)`` before ``issubdtype(key.dtype, prng_key)``).
+ArrayType.register(PRNGKeyArray)
