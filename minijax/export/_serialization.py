@@ -245,8 +245,12 @@ def _read_exported(r, depth: int) -> _export.Exported:
             if s.table(2) is not None or s.bytes(1) is not None:
                 raise NotImplementedError("deserializing an Exported with shardings is "
                                           "not implemented in minijax")
-    in_tree = _read_tree(r.table(2), 0)
-    out_tree = _read_tree(r.table(4), 0)
+    # A table reached twice (offsets may share it) is read twice: the budget keeps a
+    # crafted buffer from growing a tree exponentially. jax writes every node apart, in
+    # at least 8 bytes (its table and the offset to it).
+    budget = [len(r.buf) // 8]
+    in_tree = _read_tree(r.table(2), 0, budget)
+    out_tree = _read_tree(r.table(4), 0, budget)
     if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
         _bad("the pytree structures do not match the avals")
     platforms = tuple(r.strings(9))
@@ -316,13 +320,16 @@ def _read_aval(r) -> ShapedArray:
     return ShapedArray(tuple(shape), dt)
 
 
-def _read_tree(r, depth: int) -> PyTreeDef:
+def _read_tree(r, depth: int, budget: list) -> PyTreeDef:
     if r is None:
         _bad("a pytree is missing")
-    if depth > 500:
+    if depth > 200:
         _bad("pytree too deep")
+    budget[0] -= r.length(1)  # before reading the children
+    if budget[0] < 0:
+        _bad("the pytrees have more nodes than the buffer can hold")
     kind = r.scalar(0, "<b")
-    kids = [_read_tree(c, depth + 1) for c in r.tables(1)]
+    kids = [_read_tree(c, depth + 1, budget) for c in r.tables(1)]
     if kind == _LEAF:
         if kids:
             _bad("a leaf with children")
@@ -358,7 +365,7 @@ def _read_custom(name: str | None, data: bytes, kids) -> PyTreeDef:
             if not isinstance(keys, list) or len(keys) != len(kids):
                 _bad("bad OrderedDict keys")
             return PyTreeDef.from_node_data_and_children(
-                registry, (collections.OrderedDict, keys), kids)
+                registry, (collections.OrderedDict, tuple(keys)), kids)
         raise ValueError(
             f"Cannot deserialize a PyTreeDef containing an unregistered type `{name}`. Use "
             "`export.register_pytree_node_serialization` or "
