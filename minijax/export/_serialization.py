@@ -296,8 +296,10 @@ def _read_exported(r, depth: int) -> _export.Exported:
 
 def _read_aval(r) -> ShapedArray:
     kind = r.scalar(0, "<b")
+    if kind == 1:
+        raise NotImplementedError("deserializing an abstract token is not implemented")
     if kind != 0:
-        raise NotImplementedError(f"deserializing an abstract value of kind {kind}")
+        _bad(f"unknown abstract value kind {kind}")
     code = r.scalar(2, "<b")
     dt = _CODE_TO_DTYPE.get(code)
     if dt is None:
@@ -305,10 +307,15 @@ def _read_aval(r) -> ShapedArray:
             raise NotImplementedError("deserializing PRNG key arrays is not implemented")
         _bad(f"unknown dtype code {code}")
     mem = r.scalar(3, "<b")
+    if mem in (2, 3):
+        raise NotImplementedError("deserializing arrays in host (or any) memory is not "
+                                  "implemented")
     if mem not in (0, 1):
-        raise NotImplementedError("deserializing arrays in host memory is not implemented")
+        _bad(f"unknown memory space {mem}")
     shape = []
     for d in r.strings(1):
+        if not d.strip() or not d.isprintable():
+            _bad(f"bad dimension {d!r}")
         try:
             v = int(d)
         except ValueError:

@@ -12,7 +12,6 @@ import os
 import struct
 import subprocess
 import sys
-import textwrap
 
 import jax
 import jax.export as jexport
@@ -570,6 +569,74 @@ def test_crafted_shared_pytree_is_refused_quickly():
     assert tree.num_leaves == 8
 
 
+def _aval_field(slot, value):
+    def edit(f):
+        for a in f[19].items:
+            a.fields[slot] = value
+    return edit
+
+
+def _set(slot, value):
+    def edit(f):
+        f[slot] = value
+    return edit
+
+
+def _dims(*dims):
+    from minijax.export._flatbuf import Vector
+    return _aval_field(1, Vector(list(dims)))
+
+
+CRAFTED = {
+    "version 0": (_set(0, ("u16", 0)), ValueError, "unknown serialization version"),
+    "version 99": (_set(0, ("u16", 99)), ValueError, "unknown serialization version"),
+    "calling convention 8": (_set(14, ("u16", 8)), ValueError,
+                             "calling convention version 8 is not supported"),
+    "calling convention 11": (_set(14, ("u16", 11)), ValueError,
+                              "calling convention version 11 is not supported"),
+    "no module": (lambda f: f.pop(13), ValueError, "no module"),
+    "no name": (lambda f: f.pop(1), ValueError, "no function name"),
+    "no in_tree": (lambda f: f.pop(2), ValueError, "a pytree is missing"),
+    "nr_devices 0": (_set(18, ("u32", 0)), ValueError, "nr_devices is 0"),
+    "kept out of range": (_set(15, None), ValueError, "module_kept_var_idx"),
+    "kept unsorted": (_set(15, None), ValueError, "module_kept_var_idx"),
+    "aval index": (_set(22, None), ValueError, "aval index is out of range"),
+    "dtype code": (_aval_field(2, ("i8", 99)), ValueError, "unknown dtype code 99"),
+    "prng key": (_aval_field(2, ("i8", 27)), NotImplementedError, "PRNG key"),
+    "token": (_aval_field(0, ("i8", 1)), NotImplementedError, "abstract token"),
+    "aval kind": (_aval_field(0, ("i8", 5)), ValueError, "unknown abstract value kind"),
+    "host memory": (_aval_field(3, ("i8", 2)), NotImplementedError, "host"),
+    "memory space": (_aval_field(3, ("i8", 9)), ValueError, "unknown memory space"),
+    "symbolic dim": (_dims("a", "3"), NotImplementedError, "symbolic dimension 'a'"),
+    "empty dim": (_dims("", "3"), ValueError, "bad dimension"),
+    "negative dim": (_dims("-2", "3"), ValueError, "bad dimension"),
+    "scalar avals": (_dims(), ValueError, r"Rank mismatch for args\[0\]"),
+    "check kind": (_set(12, None), ValueError, "unknown kind"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED))
+def test_crafted_fields(name):
+    """Bytes written by minijax's own writer with one field made wrong: each is refused
+    with a clear error before anything runs."""
+    from minijax.export import _serialization as ser
+    from minijax.export._flatbuf import Scalars, Table, Vector, build
+    mf, _ = _both(f_pytree)
+    exp = mexport.export(minijax.jit(mf))(*CASES["pytree"][1])
+    table = ser._exported_table(exp, 0)
+    edit, err, msg = CRAFTED[name]
+    edit(table.fields)
+    extra = {"kept out of range": Scalars("H", [0, 5]), "kept unsorted": Scalars("H", [1, 0]),
+             "aval index": Scalars("I", [0, 7]),
+             "check kind": Vector([Table({0: ("i8", 9)})])}
+    if name in extra:
+        table.fields[{"aval index": 22, "check kind": 12}.get(name, 15)] = extra[name]
+    blob = build(table)
+    with pytest.raises(err, match=msg) as e:
+        mexport.deserialize(blob).call(*CASES["pytree"][1])
+    assert "Traceback" not in str(e.value)
+
+
 FUZZ = r"""
 import collections, random, sys
 import numpy as np
@@ -598,7 +665,9 @@ for i in range(N):
         del b[rng.randrange(len(b)):]
     try:
         exp = export.deserialize(b)
-        out = exp.call(x, y)
+        exp.mlir_module()  # reads the (maybe damaged) StableHLO artifact
+        if i % 4 == 0:  # compiling is what takes time
+            exp.call(x, y)
         seen["ran"] += 1
     except (ValueError, TypeError, NotImplementedError) as e:
         seen[type(e).__name__] += 1
@@ -678,24 +747,12 @@ def test_call_needs_an_exported():
         mexport.call(lambda x: x)
 
 
-def test_no_pickle_in_export():
+def test_no_pickle_and_no_flatbuffers_in_export():
+    """The bytes never become code, and minijax reads and writes them itself (jax needs
+    the flatbuffers package, minijax does not)."""
     here = os.path.join(REPO, "minijax", "export")
     for name in os.listdir(here):
         if name.endswith(".py"):
             src = open(os.path.join(here, name)).read()
             assert "pickle" not in src and "marshal" not in src, name
-
-
-def test_minijax_reader_does_not_need_flatbuffers():
-    code = textwrap.dedent("""
-        import sys
-        sys.modules["flatbuffers"] = None  # importing it fails
-        import numpy as np, minijax
-        from minijax import export
-        exp = export.export(minijax.jit(lambda x: x * 2))(np.float32(1))
-        print(float(export.deserialize(exp.serialize()).call(np.float32(2))))
-    """)
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": REPO})
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.strip() == "4.0"
+            assert "import flatbuffers" not in src and "from flatbuffers" not in src, name
