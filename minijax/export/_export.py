@@ -364,7 +364,14 @@ def call(exported: Exported) -> Callable:
             if aval.dtype == dtypes.float0:
                 ct = np.zeros(aval.shape, dtypes.float0)
             fixed.append(ct)
-        return tuple(call_exported(exp_vjp)(*residual, *fixed))
+        # through the vjp's own tree: jax's takes typed PRNG keys where the primal has them
+        args, kwargs = tree_unflatten(exp_vjp.in_tree, [*residual, *fixed])
+        out = tree_flatten(call_exported(exp_vjp)(*args, **kwargs))[0]
+        # the cotangent of a key (or integer) argument is float0 of the primal's shape (a
+        # key's vjp gives it in the key's shape)
+        return tuple(np.zeros(a.shape, dtypes.float0)
+                     if not dtypes.is_inexact(a.dtype) else ct
+                     for ct, a in zip(out, exported.in_avals))
 
     f_flat.defvjp(f_fwd, f_bwd)
 

@@ -380,6 +380,55 @@ def test_ordered_dict_round_trip():
     assert list(jexport.deserialize(me.serialize()).call(arg)) == ["z", "a"]
 
 
+def _key_fun(mod):
+    def f(k, x):
+        return {"n": mod.random.normal(k, (3,)) * x, "keys": mod.random.split(k)}
+    return f
+
+
+def _key_data(out, mod):
+    return np.asarray(mod.random.key_data(out["keys"]))
+
+
+def test_round_trip_typed_prng_keys():
+    """jax writes a key array as a leaf of dtype key<fry> (the key shape); minijax's tree
+    has a key node over the uint32 data: the bytes are jax's both ways."""
+    jf, mf = _key_fun(jax), _key_fun(minijax)
+    x = np.float32(2)
+    me = mexport.export(minijax.jit(mf))(minijax.random.key(0), x)
+    je = jexport.export(jax.jit(jf))(jax.random.key(0), x)
+    want = jf(jax.random.key(0), x)
+    for out, lib in [(mexport.deserialize(me.serialize()).call(minijax.random.key(0), x),
+                      minijax),
+                     (mexport.deserialize(je.serialize()).call(minijax.random.key(0), x),
+                      minijax),
+                     (jexport.deserialize(me.serialize()).call(jax.random.key(0), x), jax)]:
+        np.testing.assert_allclose(out["n"], want["n"], rtol=1e-6)
+        np.testing.assert_array_equal(_key_data(out, lib), _key_data(want, jax))
+    j2 = jexport.deserialize(me.serialize())
+    assert [str(a) for a in j2.in_avals] == [str(a) for a in je.in_avals] == \
+        ["key<fry>[]", "float32[]"]
+    assert [str(a) for a in j2.out_avals] == ["key<fry>[2]", "float32[3]"]  # keys < n
+    m2 = mexport.deserialize(je.serialize())
+    assert str(m2.in_tree) == str(me.in_tree) and str(m2.out_tree) == str(me.out_tree)
+    assert _avals(m2.in_avals) == [((2,), np.dtype(np.uint32)), ((), np.dtype(np.float32))]
+    # the raw uint32 key is another argument type
+    with pytest.raises(ValueError, match="same pytree structure"):
+        m2.call(np.asarray(minijax.random.key_data(minijax.random.key(0))), x)
+
+
+def test_grad_through_jax_vjp_with_key_argument():
+    jf, mf = _key_fun(jax), _key_fun(minijax)
+    blob = jexport.export(jax.jit(jf))(jax.random.key(0), np.float32(2)).serialize(vjp_order=1)
+    exp = mexport.deserialize(blob)
+    got = minijax.grad(lambda x: exp.call(minijax.random.key(1), x)["n"].sum())(np.float32(2))
+    want = jax.grad(lambda x: jf(jax.random.key(1), x)["n"].sum())(np.float32(2))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    me = mexport.export(minijax.jit(mf))(minijax.random.key(0), np.float32(2))
+    with pytest.raises(NotImplementedError, match="typed PRNG keys"):
+        me.serialize(vjp_order=1)
+
+
 # ---- 3. calling under jit, grad and vmap ------------------------------------------------
 
 def f_smooth(xnp, lax):
@@ -563,9 +612,9 @@ def test_crafted_shared_pytree_is_refused_quickly():
         for j in range(2):
             struct.pack_into("<I", buf, v + 4 + 4 * j, target - (v + 4 + 4 * j))
     with pytest.raises(ser.FlatbufferError, match="more nodes"):
-        ser._read_tree(Reader(bytes(buf), tables[0][0]), 0, [len(buf) // 8])
+        ser._read_tree(Reader(bytes(buf), tables[0][0]), 0, [len(buf) // 8], set(), [0])
     # a short chain is read: 2**3 leaves
-    tree = ser._read_tree(Reader(bytes(buf), tables[-3][0]), 0, [len(buf) // 8])
+    tree = ser._read_tree(Reader(bytes(buf), tables[-3][0]), 0, [len(buf) // 8], set(), [0])
     assert tree.num_leaves == 8
 
 
@@ -602,7 +651,7 @@ CRAFTED = {
     "kept unsorted": (_set(15, None), ValueError, "module_kept_var_idx"),
     "aval index": (_set(22, None), ValueError, "aval index is out of range"),
     "dtype code": (_aval_field(2, ("i8", 99)), ValueError, "unknown dtype code 99"),
-    "prng key": (_aval_field(2, ("i8", 27)), NotImplementedError, "PRNG key"),
+    "rbg key": (_aval_field(2, ("i8", 28)), NotImplementedError, "rbg PRNG key"),
     "token": (_aval_field(0, ("i8", 1)), NotImplementedError, "abstract token"),
     "aval kind": (_aval_field(0, ("i8", 5)), ValueError, "unknown abstract value kind"),
     "host memory": (_aval_field(3, ("i8", 2)), NotImplementedError, "host"),
