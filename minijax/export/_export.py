@@ -257,8 +257,8 @@ def export(fun_jit: Wrapped, *, platforms: Sequence[str] | None = None,
     >>> import numpy as np, minijax, minijax.numpy as jnp
     >>> from minijax import export
     >>> exp = export.export(minijax.jit(jnp.sin))(np.arange(4, dtype=np.float32))
-    >>> exp.in_avals
-    (ShapedArray(float32[4]),)
+    >>> [(a.shape, a.dtype.name) for a in exp.in_avals]
+    [((4,), 'float32')]
     >>> export.deserialize(exp.serialize()).call(np.float32([0.5]*4)).shape
     (4,)
     """
@@ -364,7 +364,14 @@ def call(exported: Exported) -> Callable:
             if aval.dtype == dtypes.float0:
                 ct = np.zeros(aval.shape, dtypes.float0)
             fixed.append(ct)
-        return tuple(call_exported(exp_vjp)(*residual, *fixed))
+        # through the vjp's own tree: jax's takes typed PRNG keys where the primal has them
+        args, kwargs = tree_unflatten(exp_vjp.in_tree, [*residual, *fixed])
+        out = tree_flatten(call_exported(exp_vjp)(*args, **kwargs))[0]
+        # the cotangent of a key (or integer) argument is float0 of the primal's shape (a
+        # key's vjp gives it in the key's shape)
+        return tuple(np.zeros(a.shape, dtypes.float0)
+                     if not dtypes.is_inexact(a.dtype) else ct
+                     for ct, a in zip(out, exported.in_avals))
 
     f_flat.defvjp(f_fwd, f_bwd)
 
@@ -382,8 +389,18 @@ def call(exported: Exported) -> Callable:
 call_exported = call
 
 
-def _arg_descr(exported: Exported, i: int) -> str:
-    return f"args[{i}]" if exported.in_tree is None else f"argument {i}"
+def _arg_descr(exported: Exported, i: int, dim: int | None = None) -> str:
+    """``args[0]['w']`` (or ``kwargs['scale']``), with ``.shape[dim]``: flat argument ``i``
+    by its path in ``(args, kwargs)``, as jax names it in call errors."""
+    from minijax.tree_util import SequenceKey, keystr, tree_flatten_with_path
+    try:
+        tree = exported.in_tree
+        path = tree_flatten_with_path(tree_unflatten(tree, [0] * tree.num_leaves))[0][i][0]
+        head = {SequenceKey(0): "args", SequenceKey(1): "kwargs"}[path[0]]
+        descr = head + keystr(path[1:])
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        descr = f"args[{i}]"
+    return descr if dim is None else f"{descr}.shape[{dim}]"
 
 
 def _abstract_eval(*avals, exported: Exported):
@@ -397,9 +414,11 @@ def _abstract_eval(*avals, exported: Exported):
         if want.dtype != got.dtype:
             raise ValueError(f"Dtype mismatch for {_arg_descr(exported, i)}: expected "
                              f"{want.dtype} and called with {got.dtype}")
-        if tuple(want.shape) != tuple(got.shape):
-            raise ValueError(f"Shape mismatch for {_arg_descr(exported, i)} (expected same "
-                             f"constant): expected {want.shape} and called with {got.shape}")
+        for d, (w, g) in enumerate(zip(want.shape, got.shape)):
+            if w != g:
+                raise ValueError(f"Shape mismatch for {_arg_descr(exported, i, d)} (expected "
+                                 f"same constant): expected {want.shape} and called with "
+                                 f"{got.shape}")
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in exported.out_avals]
 
 

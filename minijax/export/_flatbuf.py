@@ -202,6 +202,12 @@ class Reader:
             return None
         return _vector_at(self.buf, v, elem)
 
+    def length(self, slot: int) -> int:
+        """The number of elements of the vector of tables or strings in ``slot`` (0 if
+        absent)."""
+        v = self._vector(slot, 4)
+        return 0 if v is None else v[1]
+
     def bytes(self, slot: int) -> bytes | None:
         v = self._vector(slot, 1)
         return None if v is None else bytes(self.buf[v[0]:v[0] + v[1]])

@@ -35,6 +35,7 @@ _DTYPE_CODES = {
     "float0": 22, "float8_e4m3": 23, "float8_e3m4": 24, "float8_e8m0fnu": 25,
     "float4_e2m1fn": 26}
 _MEM_DEVICE = 1
+_KEY_FRY = 27
 _DC_PLATFORM, _DC_CUSTOM_CALL, _DC_SHAPE_ASSERTIONS = 0, 1, 2
 
 
@@ -64,22 +65,28 @@ def serialize(exp: _export.Exported, vjp_order: int = 0) -> bytearray:
 
 
 def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
+    # typed PRNG keys: minijax's tree has a key node over a uint32 leaf; jax's has a leaf
+    # whose aval is the key array (dtype key<fry>, the key shape)
+    in_keys, out_keys = _key_leaves(exp.in_tree), _key_leaves(exp.out_tree)
+    flagged = [(a, i in in_keys) for i, a in enumerate(exp.in_avals)] + \
+        [(a, i in out_keys) for i, a in enumerate(exp.out_avals)]
     uniques: list = []
     index: dict = {}
-    for a in (*exp.in_avals, *exp.out_avals):
-        k = _aval_key(a)
+    for a, key in flagged:
+        k = _aval_key(a, key)
         if k not in index:
             index[k] = len(uniques)
-            uniques.append(a)
+            uniques.append((a, key))
+    n_in = len(exp.in_avals)
     if any(s is not None for s in (*exp._in_named_shardings, *exp._out_named_shardings)):
         raise NotImplementedError("serializing an Exported with shardings")
     f: dict = {
         0: ("u16", 3),  # as jax: older readers accept only version 2 or 3 here
         1: exp.fun_name,
         2: _tree_table(exp.in_tree),
-        3: Vector([_aval_table(a) for a in exp.in_avals]),
+        3: Vector([_aval_table(a, k) for a, k in flagged[:n_in]]),
         4: _tree_table(exp.out_tree),
-        5: Vector([_aval_table(a) for a in exp.out_avals]),
+        5: Vector([_aval_table(a, k) for a, k in flagged[n_in:]]),
         7: Vector([Table({}) for _ in exp.in_avals]),
         8: Vector([Table({}) for _ in exp.out_avals]),
         9: Vector(list(exp.platforms)),
@@ -90,11 +97,11 @@ def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
         14: ("u16", exp.calling_convention_version),
         15: Scalars("H", exp.module_kept_var_idx),
         18: ("u32", exp.nr_devices),
-        19: Vector([_aval_table(a) for a in uniques]),
+        19: Vector([_aval_table(a, k) for a, k in uniques]),
         20: Vector([]),
         21: Vector([]),
-        22: Scalars("I", [index[_aval_key(a)] for a in exp.in_avals]),
-        23: Scalars("I", [index[_aval_key(a)] for a in exp.out_avals]),
+        22: Scalars("I", [index[_aval_key(a, k)] for a, k in flagged[:n_in]]),
+        23: Scalars("I", [index[_aval_key(a, k)] for a, k in flagged[n_in:]]),
         24: Scalars("I", [0] * len(exp.in_avals)),
         25: Scalars("I", [0] * len(exp.out_avals)),
     }
@@ -104,20 +111,55 @@ def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
         if not exp.has_vjp():
             raise ValueError("serialization of an Exported that does not have vjps of "
                              "high-enough order")
+        if in_keys or out_keys:
+            raise NotImplementedError(
+                "serializing the vjp of an Exported whose arguments or results are typed "
+                "PRNG keys is not implemented in minijax (export with vjp_order=0, or pass "
+                "random.key_data(key))")
         f[17] = _exported_table(exp.vjp(), vjp_order - 1)
     return Table(f)
 
 
-def _aval_key(a) -> tuple:
-    return (tuple(a.shape), np.dtype(a.dtype))
+def _aval_key(a, key: bool) -> tuple:
+    return (tuple(a.shape), np.dtype(a.dtype), key)
 
 
-def _aval_table(a) -> Table:
-    code = _DTYPE_TO_CODE.get(np.dtype(a.dtype))
+def _aval_table(a, key: bool) -> Table:
+    if key:  # a threefry key array: its uint32 data has one more axis, of 2
+        shape, code = a.shape[:-1], _KEY_FRY
+    else:
+        shape, code = a.shape, _DTYPE_TO_CODE.get(np.dtype(a.dtype))
     if code is None:
         raise NotImplementedError(f"serializing an array of dtype {a.dtype}")
-    return Table({0: ("i8", 0), 1: Vector([str(d) for d in a.shape]), 2: ("i8", code),
+    return Table({0: ("i8", 0), 1: Vector([str(d) for d in shape]), 2: ("i8", code),
                   3: ("i8", _MEM_DEVICE)})
+
+
+def _key_types():
+    from minijax.random._keys import THREEFRY, PRNGKeyArray
+    return PRNGKeyArray, THREEFRY
+
+
+def _key_leaves(t: PyTreeDef) -> set:
+    """The flat indices of the leaves of ``t`` that are the data of threefry key arrays."""
+    key_type, threefry = _key_types()
+    out: set = set()
+
+    def walk(t, start: int) -> int:
+        nd = t.node_data()
+        if nd is None:
+            return start + 1
+        if nd[0] is key_type:
+            kids = t.children()
+            if nd[1] is not threefry or len(kids) != 1 or kids[0].node_data() is not None:
+                raise NotImplementedError(f"serializing PRNG keys of implementation {nd[1]}")
+            out.add(start)
+            return start + 1
+        for c in t.children():
+            start = walk(c, start)
+        return start
+    walk(t, 0)
+    return out
 
 
 def _effect_table(e) -> Table:
@@ -143,6 +185,8 @@ def _tree_table(t: PyTreeDef) -> Table:
         f[0] = ("i8", _LEAF)
     else:
         ty, aux = nd
+        if ty is _key_types()[0]:  # jax's key arrays are leaves
+            return Table({0: ("i8", _LEAF)})
         if ty is type(None):
             f[0] = ("i8", _NONE)
         elif ty is tuple:
@@ -220,7 +264,7 @@ def _read_exported(r, depth: int) -> _export.Exported:
     fun_name = r.string(1)
     if fun_name is None:
         _bad("no function name")
-    uniq = [_read_aval(a) for a in r.tables(19)]
+    uniq = [_read_aval(a) for a in r.tables(19)]  # (aval, is a key)
     if r.tables(20) or r.tables(21):
         raise NotImplementedError("deserializing an Exported with shardings (meshes) "
                                   "is not implemented in minijax")
@@ -233,6 +277,10 @@ def _read_exported(r, depth: int) -> _export.Exported:
     else:
         in_avals = tuple(_read_aval(a) for a in r.tables(3))
         out_avals = tuple(_read_aval(a) for a in r.tables(5))
+    in_keys = {i for i, (_, k) in enumerate(in_avals) if k}
+    out_keys = {i for i, (_, k) in enumerate(out_avals) if k}
+    in_avals = tuple(a for a, _ in in_avals)
+    out_avals = tuple(a for a, _ in out_avals)
     for slot, n in ((24, len(in_avals)), (25, len(out_avals))):
         idxs = r.scalars(slot, "I")
         if any(idxs):
@@ -245,8 +293,12 @@ def _read_exported(r, depth: int) -> _export.Exported:
             if s.table(2) is not None or s.bytes(1) is not None:
                 raise NotImplementedError("deserializing an Exported with shardings is "
                                           "not implemented in minijax")
-    in_tree = _read_tree(r.table(2), 0)
-    out_tree = _read_tree(r.table(4), 0)
+    # A table reached twice (offsets may share it) is read twice: the budget keeps a
+    # crafted buffer from growing a tree exponentially. jax writes every node apart, in
+    # at least 8 bytes (its table and the offset to it).
+    budget = [len(r.buf) // 8]
+    in_tree = _read_tree(r.table(2), 0, budget, in_keys, [0])
+    out_tree = _read_tree(r.table(4), 0, budget, out_keys, [0])
     if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
         _bad("the pytree structures do not match the avals")
     platforms = tuple(r.strings(9))
@@ -290,21 +342,32 @@ def _read_exported(r, depth: int) -> _export.Exported:
         _get_vjp=get_vjp)
 
 
-def _read_aval(r) -> ShapedArray:
+def _read_aval(r) -> tuple[ShapedArray, bool]:
     kind = r.scalar(0, "<b")
+    if kind == 1:
+        raise NotImplementedError("deserializing an abstract token is not implemented")
     if kind != 0:
-        raise NotImplementedError(f"deserializing an abstract value of kind {kind}")
+        _bad(f"unknown abstract value kind {kind}")
     code = r.scalar(2, "<b")
     dt = _CODE_TO_DTYPE.get(code)
-    if dt is None:
-        if code in (27, 28, 29):
-            raise NotImplementedError("deserializing PRNG key arrays is not implemented")
+    key = code == _KEY_FRY
+    if key:
+        dt = np.dtype(np.uint32)
+    elif dt is None:
+        if code in (28, 29):
+            raise NotImplementedError("deserializing rbg PRNG key arrays is not implemented "
+                                      "(minijax has threefry keys only)")
         _bad(f"unknown dtype code {code}")
     mem = r.scalar(3, "<b")
+    if mem in (2, 3):
+        raise NotImplementedError("deserializing arrays in host (or any) memory is not "
+                                  "implemented")
     if mem not in (0, 1):
-        raise NotImplementedError("deserializing arrays in host memory is not implemented")
+        _bad(f"unknown memory space {mem}")
     shape = []
     for d in r.strings(1):
+        if not d.strip() or not d.isprintable():
+            _bad(f"bad dimension {d!r}")
         try:
             v = int(d)
         except ValueError:
@@ -313,19 +376,31 @@ def _read_aval(r) -> ShapedArray:
         if v < 0 or v > 2 ** 62:
             _bad(f"bad dimension {d!r}")
         shape.append(v)
-    return ShapedArray(tuple(shape), dt)
+    if key:
+        shape.append(2)
+    return ShapedArray(tuple(shape), dt), key
 
 
-def _read_tree(r, depth: int) -> PyTreeDef:
+def _read_tree(r, depth: int, budget: list, keys: set, leaf: list) -> PyTreeDef:
+    """The tree of table ``r``; the leaves whose flat index (counted in ``leaf``) is in
+    ``keys`` become key arrays over a uint32 leaf."""
     if r is None:
         _bad("a pytree is missing")
-    if depth > 500:
+    if depth > 200:
         _bad("pytree too deep")
+    budget[0] -= r.length(1)  # before reading the children
+    if budget[0] < 0:
+        _bad("the pytrees have more nodes than the buffer can hold")
     kind = r.scalar(0, "<b")
-    kids = [_read_tree(c, depth + 1) for c in r.tables(1)]
+    kids = [_read_tree(c, depth + 1, budget, keys, leaf) for c in r.tables(1)]
     if kind == _LEAF:
         if kids:
             _bad("a leaf with children")
+        leaf[0] += 1
+        if leaf[0] - 1 in keys:
+            key_type, threefry = _key_types()
+            return PyTreeDef.from_node_data_and_children(
+                registry, (key_type, threefry), [registry.flatten(0)[1]])
         return registry.flatten(0)[1]
     if kind == _NONE:
         if kids:
@@ -358,7 +433,7 @@ def _read_custom(name: str | None, data: bytes, kids) -> PyTreeDef:
             if not isinstance(keys, list) or len(keys) != len(kids):
                 _bad("bad OrderedDict keys")
             return PyTreeDef.from_node_data_and_children(
-                registry, (collections.OrderedDict, keys), kids)
+                registry, (collections.OrderedDict, tuple(keys)), kids)
         raise ValueError(
             f"Cannot deserialize a PyTreeDef containing an unregistered type `{name}`. Use "
             "`export.register_pytree_node_serialization` or "

@@ -115,7 +115,8 @@ _by_name: dict[str, _NodeSerialization] = {}
 def register_pytree_node_serialization(
         nodetype: T, *, serialized_name: str,
         serialize_auxdata: Callable[[Any], bytes] | None = None,
-        deserialize_auxdata: Callable[[bytes], Any] | None = None) -> T:
+        deserialize_auxdata: Callable[[bytes], Any] | None = None,
+        from_children: Callable[[Any, Any], Any] | None = None) -> T:
     """Make a custom pytree node type serializable (mirrors jax's function of that name).
 
     A ``Compiled`` whose argument or result structure contains a node type
@@ -133,6 +134,10 @@ def register_pytree_node_serialization(
         Leave both out when the auxiliary data is made only of ``None``, ``bool``,
         ``int``, ``float``, ``str``, lists, tuples and dicts: it is then stored as
         JSON (a minijax extension; jax requires the two functions).
+      from_children: accepted as jax's: ``from_children(aux, children)`` builds a node.
+        jax uses it only to get the node's tree structure, which minijax builds from
+        ``nodetype``'s registration, so it is not called (``nodetype`` must still be a
+        registered pytree node).
 
     Returns:
       ``nodetype``, so that this can be used as a class decorator (with
@@ -160,6 +165,8 @@ def register_pytree_node_serialization(
         raise ValueError(
             f"{_type_name(nodetype)} is not a pytree node type; register it with "
             f"minijax.tree_util.register_pytree_node before registering its serialization")
+    if from_children is not None and not callable(from_children):
+        raise TypeError(f"from_children must be callable, got {from_children!r}")
     kind = "json" if serialize_auxdata is None else "bytes"
     _register(_NodeSerialization(nodetype, serialized_name, kind, serialize_auxdata,
                                  deserialize_auxdata))
