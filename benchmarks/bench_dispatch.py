@@ -80,3 +80,27 @@ def dispatch_numpy_args(lib: Lib) -> PerCall:
     a, s = np.ones((16, 16), np.float32), np.float32(0.5)
     lib.block(f(a, s))
     return PerCall(lambda: f(a, s))
+
+
+def _three(lib: Lib):
+    f = lib.mod.jit(lambda a, b, c: a * b + c)
+    a, b, c = (lib.put(np.full((8,), v, np.float32)) for v in (1.0, 2.0, 3.0))
+    return f, a, b, c
+
+
+@benchmark("dispatch_kwargs3_out_of_order", "us")
+def dispatch_kwargs3_out_of_order(lib: Lib) -> PerCall:
+    """f(c=c, a=a, b=b): three f32[8] arrays, all keyword arguments, not in the order of
+    f's parameters (a, b, c). dispatch_positional3 is the same call positionally."""
+    f, a, b, c = _three(lib)
+    lib.block(f(c=c, a=a, b=b))
+    return PerCall(lambda: f(c=c, a=a, b=b))
+
+
+@benchmark("dispatch_positional3", "us")
+def dispatch_positional3(lib: Lib) -> PerCall:
+    """The plain cached call f(a, b, c) of dispatch_kwargs3_out_of_order's function (the
+    cost of holding the argument buffers during execution included)."""
+    f, a, b, c = _three(lib)
+    lib.block(f(a, b, c))
+    return PerCall(lambda: f(a, b, c))

@@ -228,6 +228,18 @@ NOT_AS_JAX = [
      "0.5", "jax reads axis 0.5 as 0"),
     ("scan float length", lambda m: m.lax.scan(lambda c, _: (c, c), 0.0, None, length=2.5),
      TypeError, "2.5", "jax runs 2 steps"),
+    ("make_array_from_callback list shape",
+     lambda m: m.top.make_array_from_callback(
+         [4], m.top.sharding.SingleDeviceSharding(m.top.devices()[0]),
+         lambda i: np.ones(4, np.float32)), TypeError, "[4]",
+     "jax: TypeError (unhashable type: 'list') from a cache of shard shapes, in some "
+     "processes only (not once minijax is imported)"),
+    ("eval_shape negative ShapeDtypeStruct",
+     lambda m: m.top.eval_shape(lambda x: x + 1, m.top.ShapeDtypeStruct((-3,), np.float32)),
+     TypeError, "(-3,)", "jax returns a ShapeDtypeStruct of shape (-3,)"),
+    ("trace negative ShapeDtypeStruct",
+     lambda m: m.top.jit(lambda x: x).trace(m.top.ShapeDtypeStruct((2, -1), np.float32)),
+     TypeError, "(2, -1)", "jax traces it; lowering then fails with an MLIRError"),
     ("scan negative length", lambda m: m.lax.scan(lambda c, _: (c, c), 0.0, None, length=-1),
      ValueError, "-1", "jax: an MLIRError from an invalid tensor type"),
 ]

@@ -17,16 +17,23 @@ custom rule output shapes, integer division by zero and out-of-range indices are
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
 import types
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
+import jax.experimental
 import jax.numpy as jjnp
 import numpy as np
 import pytest
 
 import minijax
+import minijax.experimental
 import minijax.numpy as mjnp
 
 
@@ -36,7 +43,11 @@ def _api(lib, jnp) -> types.SimpleNamespace:
         jacfwd=lib.jacfwd, jacrev=lib.jacrev, hessian=lib.hessian,
         value_and_grad=lib.value_and_grad, make_jaxpr=lib.make_jaxpr,
         eval_shape=lib.eval_shape, custom_jvp=lib.custom_jvp, custom_vjp=lib.custom_vjp,
-        device_put=lib.device_put, tree_map=lib.tree_util.tree_map, lax=lib.lax, jnp=jnp)
+        device_put=lib.device_put, tree_map=lib.tree_util.tree_map, lax=lib.lax, jnp=jnp,
+        SDS=lib.ShapeDtypeStruct, pure_callback=lib.pure_callback,
+        io_callback=lib.experimental.io_callback,
+        make_array_from_callback=lib.make_array_from_callback, sharding=lib.sharding,
+        make_mesh=lib.make_mesh, devices=lib.devices)
 
 
 MJ = _api(minijax, mjnp)
@@ -121,6 +132,28 @@ def _use_deleted(m):
 def _compiled(m):
     return m.jit(lambda a: a + 1).lower(f32(3)).compile()
 
+
+# Shapes, devices and shardings (issue 23): ShapeDtypeStructs with a negative dimension
+# (jax fails late, in its MLIR type builder), big-endian NumPy arguments (refused, as
+# jax does), make_array_from_callback's shape and sharding checks.
+
+def _neg(m):
+    return m.SDS((-3,), np.float32)
+
+
+def _host_zeros(x):
+    return np.zeros((3,), np.float32)
+
+
+def _single(m):
+    return m.sharding.SingleDeviceSharding(m.devices()[0])
+
+
+def _from_callback(m, shape, sharding=_single, data=lambda i: np.ones(4, np.float32)):
+    return m.make_array_from_callback(shape, sharding(m), data)
+
+
+BIG_ENDIAN = np.arange(3, dtype=">f4")
 
 MISTAKES = [
     # elementwise: shapes and dtypes
@@ -307,6 +340,34 @@ MISTAKES = [
     direct("ragged nested list", lambda m: m.jnp.array([[1, 2], [3]])),
     direct("asarray of a string", lambda m: m.jnp.asarray("abc")),
     direct("ones of a bad dtype", lambda m: m.jnp.ones(3, dtype="foo")),
+    direct("arange zero step", lambda m: m.jnp.arange(0, 10, 0)),
+    direct("arange zero float step", lambda m: m.jnp.arange(0.0, 1.0, 0.0)),
+    # shapes: negative dimensions
+    direct("lower negative struct", lambda m: m.jit(lambda x: x).lower(_neg(m))),
+    direct("compile negative struct",
+           lambda m: m.jit(lambda x: x * 2).lower(m.SDS((2, -1), np.float32)).compile()),
+    direct("pure_callback negative result",
+           lambda m: m.jit(lambda x: m.pure_callback(_host_zeros, _neg(m), x))(1.0)),
+    direct("io_callback negative result",
+           lambda m: m.jit(lambda x: m.io_callback(_host_zeros, _neg(m), x))(1.0)),
+    # devices and byte order
+    direct("device_put to a string", lambda m: m.device_put(f32(3), "cpu")),
+    direct("device_put tree to a string", lambda m: m.device_put([f32(3)], ["cpu"])),
+    direct("jit of a big-endian array", lambda m: m.jit(lambda x: x * 2)(BIG_ENDIAN)),
+    direct("sin of a big-endian array", lambda m: m.jnp.sin(BIG_ENDIAN)),
+    direct("asarray of a big-endian array", lambda m: m.jnp.asarray(BIG_ENDIAN)),
+    # make_array_from_callback
+    direct("make_array_from_callback float shape", lambda m: _from_callback(m, (4.0,))),
+    direct("make_array_from_callback negative shape", lambda m: _from_callback(m, (-4,))),
+    direct("make_array_from_callback no sharding",
+           lambda m: _from_callback(m, (4,), sharding=lambda m: None)),
+    direct("make_array_from_callback data of another shape",
+           lambda m: _from_callback(m, (4,), data=lambda i: np.ones(5, np.float32))),
+    # shardings on one device (more devices: test_multi_device_mistakes_like_jax)
+    direct("PartitionSpec naming an axis twice",
+           lambda m: m.sharding.NamedSharding(m.make_mesh((1,), ("x",)),
+                                              m.sharding.PartitionSpec("x", "x"))),
+    direct("make_mesh over more devices than there are", lambda m: m.make_mesh((2,), ("x",))),
 ]
 
 
@@ -325,12 +386,96 @@ def test_table_is_large_enough():
     assert len({m.name for m in MISTAKES}) == len(MISTAKES)
 
 
+# jax classes raised where jax fails late, inside its compiler, rather than checking the
+# input: minijax checks it first and raises the builtin type jax uses for the same
+# mistake elsewhere. jax's MLIRError (an Exception) comes from its MLIR type builder for
+# a negative dimension; jax raises TypeError for negative shapes it checks (jnp.zeros).
+JAX_LATE_ERRORS = {"MLIRError": TypeError}
+
+
+def _same_type(expected: type, got: BaseException) -> bool:
+    names = {c.__name__ for c in type(got).__mro__}
+    if expected.__name__ in names:
+        return True
+    instead = JAX_LATE_ERRORS.get(expected.__name__)
+    return instead is not None and isinstance(got, instead)
+
+
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
 def test_same_exception_type_as_jax(mistake):
     expected = type(_caught(mistake.run, JX))
     got = _caught(mistake.run, MJ)
-    names = {c.__name__ for c in type(got).__mro__}
-    assert expected.__name__ in names, (
+    assert _same_type(expected, got), (
         f"jax raises {expected.__name__}, minijax {type(got).__name__}: {got}")
     if mistake.where is not None:
         assert mistake.where in _full_text(got), _full_text(got)
+
+
+# ---- several devices: one subprocess with 8 CPU devices for jax and minijax ------------
+
+MULTI_DEVICE = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, minijax
+
+    def cases(lib):
+        NS, P = lib.sharding.NamedSharding, lib.sharding.PartitionSpec
+        m8, m42 = lib.make_mesh((8,), ("x",)), lib.make_mesh((4, 2), ("x", "y"))
+        x6 = np.zeros(6, np.float32)
+        return {
+            "device_put indivisible": lambda: lib.device_put(x6, NS(m8, P("x"))),
+            "device_put indivisible 2-d":
+                lambda: lib.device_put(np.zeros((4, 3), np.float32), NS(m42, P("x", "y"))),
+            "shard_shape indivisible": lambda: NS(m8, P("x")).shard_shape((6,)),
+            "jit out_shardings indivisible":
+                lambda: lib.jit(lambda a: a, out_shardings=NS(m8, P("x")))(x6),
+            "make_array_from_callback indivisible":
+                lambda: lib.make_array_from_callback((6,), NS(m8, P("x")), lambda i: x6[i]),
+            "PartitionSpec naming an axis twice": lambda: NS(m42, P("x", "x")),
+            "PartitionSpec naming an axis twice in a tuple": lambda: NS(m42, P(("x", "y"), "x")),
+            "make_mesh over 16 of 8 devices": lambda: lib.make_mesh((16,), ("x",)),
+            "make_mesh (3,) of 8 devices": lambda: lib.make_mesh((3,), ("x",)),
+            "make_mesh (3, 2) of 8 devices": lambda: lib.make_mesh((3, 2), ("x", "y")),
+            "make_mesh (3,) of 4 given devices":
+                lambda: lib.make_mesh((3,), ("x",), devices=lib.devices()[4:]),
+        }
+
+    def outcome(fn):
+        try:
+            out = fn()
+        except Exception as e:
+            return {"raised": [c.__name__ for c in type(e).__mro__], "message": str(e)}
+        mesh = getattr(out, "devices", None)
+        return {"mesh": [d.id for d in mesh.flat] if mesh is not None else None,
+                "shape": dict(out.shape) if mesh is not None else None}
+
+    print(json.dumps({name: [outcome(f), outcome(cases(minijax)[name])]
+                      for name, f in cases(jax).items()}))
+""")
+
+
+@pytest.mark.slow
+def test_multi_device_mistakes_like_jax():
+    """IndivisibleError (a ValueError), DuplicateSpecError (not one) and make_mesh over
+    part of the devices, as jax on 8 CPU devices."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES="8", MINIJAX_PLATFORMS="cpu",
+               JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", MULTI_DEVICE], env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout.splitlines()[-1])
+    assert len(results) == 11
+    for name, (want, got) in results.items():
+        if "raised" in want:
+            assert "raised" in got, (name, want, got)
+            assert want["raised"][0] in got["raised"], (name, want, got)
+            assert set(want["raised"]) <= set(got["raised"]) | {"object"}, (name, want, got)
+        else:
+            assert got == want, (name, want, got)
+    assert results["device_put indivisible"][1]["raised"][:2] == ["IndivisibleError",
+                                                                  "ValueError"]
+    assert results["PartitionSpec naming an axis twice"][1]["raised"][:2] == [
+        "DuplicateSpecError", "Exception"]
+    assert results["make_mesh (3,) of 4 given devices"][1]["mesh"] == [4, 5, 6]

@@ -47,6 +47,23 @@ def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
     raise _invalid_shape_error(shape, context)
 
 
+def check_nonnegative_shape(shape: tuple[int, ...], context: str) -> tuple[int, ...]:
+    """``shape`` (a tuple of ints) if no dimension is negative; else TypeError naming it.
+
+    ``ShapeDtypeStruct`` accepts any integers (as jax's does); this is the check where
+    such a struct becomes an array type (``lower``, ``eval_shape``, callback results).
+
+    >>> check_nonnegative_shape((2, -3), "argument")
+    Traceback (most recent call last):
+    TypeError: argument: shape must have every element be nonnegative, got (2, -3).
+    """
+    for d in shape:
+        if d < 0:
+            raise TypeError(f"{context}: shape must have every element be nonnegative, "
+                            f"got {shape}.")
+    return shape
+
+
 def _invalid_shape_error(shape, context: str) -> TypeError:
     msg = f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r}"
     msg += f" for the {context}." if context else "."

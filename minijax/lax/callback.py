@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, canonicalize_shape, check_nonnegative_shape
 from minijax.core.effects import (debug_effect, io_effect, ordered_debug_effect,
                                   ordered_io_effect)
 from minijax.core.trace import Primitive
@@ -317,7 +317,9 @@ def check_result_shape_dtypes(result_shape_dtypes) -> tuple[list[ShapedArray], A
         if dtypes.canonicalize(dt) != dt:
             raise ValueError("result_shape_dtypes cannot specify 64-bit types when "
                              "`jax_enable_x64` is disabled")
-        avals.append(ShapedArray(tuple(x.shape), dt))
+        shape = canonicalize_shape(x.shape, "shape of a callback result (result_shape_dtypes)")
+        check_nonnegative_shape(shape, "callback result (result_shape_dtypes)")
+        avals.append(ShapedArray(shape, dt))
     return avals, tree
 
 

@@ -671,7 +671,7 @@ def _arange(start, stop, step, dtype):
     if step is not None:
         step_v = np.asarray(step).item()
         if step_v == 0:
-            raise ValueError("arange: step must not be zero")
+            raise ZeroDivisionError("arange: step must not be zero")  # as jax (and Python)
         size = max(0, int(np.ceil((stop_v - start_v) / step_v)))
         work = dtypes.float32 if dtypes.is_float(dtype) and dtype.itemsize < 4 else dtype
         iota = lax.iota(work, size)

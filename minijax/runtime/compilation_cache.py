@@ -28,7 +28,10 @@ Robustness
     FIFO named like an entry cannot hang the reader), must be regular files owned
     by this user, and are read with a size bound. No I/O problem -- a missing or
     unwritable directory, odd paths (a NUL byte), a full disk -- reaches the caller:
-    each is logged (logger ``"minijax"``) and costs at most a recompilation.
+    each is logged (logger ``"minijax"``) and costs at most a recompilation. The
+    header (magic, key) is read and checked before the body, so a large file that
+    is not an entry costs one small read. Only files the cache wrote -- its names
+    and its magic -- are counted or deleted by eviction; other files there survive.
 
 Trust
     An entry is native code that this process runs. Anyone who can write to the
@@ -57,6 +60,8 @@ _SUFFIX = ".xla"
 _KEY = re.compile(r"[0-9a-f]{64}")
 _HEAD = len(_MAGIC) + 64 + 1 + 32  # magic, key, newline, SHA-256
 _TMP_SUFFIX = ".tmp"
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.xla")
+_TMP_NAME = re.compile(r"\.[0-9a-f]{16}-[a-z0-9_]+\.tmp")  # put's mkstemp names
 _STALE_TMP_SECONDS = 3600  # temporary files of writers that died are removed after this
 _READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) |
                getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -184,16 +189,16 @@ def _read_entry(path: str, key: str) -> bytes:
         limit = max_size()
         if st.st_size < _HEAD or (limit > 0 and st.st_size > limit):
             raise _BadEntry(f"{st.st_size} bytes: too small or above the size limit")
-        data = _read_at_most(fd, st.st_size)
-        if len(data) != st.st_size:
-            raise _BadEntry("its size changed while it was read")
-        if not data.startswith(_MAGIC):
-            raise _BadEntry("bad header")
-        recorded = data[len(_MAGIC):len(_MAGIC) + 64].decode("ascii", "replace")
-        if recorded != key or data[_HEAD - 33:_HEAD - 32] != b"\n":
+        head = _read_at_most(fd, _HEAD)  # the header first: junk is refused unread
+        if not head.startswith(_MAGIC):
+            raise _BadEntry("bad header: not a minijax cache entry")
+        recorded = head[len(_MAGIC):len(_MAGIC) + 64].decode("ascii", "replace")
+        if len(head) != _HEAD or recorded != key or head[_HEAD - 33:_HEAD - 32] != b"\n":
             raise _BadEntry(f"it records the key {recorded[:16]}..., not {key[:16]}...")
-        payload = data[_HEAD:]
-        if _checksum(key, payload) != data[_HEAD - 32:_HEAD]:
+        payload = _read_at_most(fd, st.st_size - _HEAD + 1)  # one more shows it grew
+        if _HEAD + len(payload) != st.st_size:
+            raise _BadEntry("its size changed while it was read")
+        if _checksum(key, payload) != head[_HEAD - 32:_HEAD]:
             raise _BadEntry("checksum mismatch: damaged")
         _touch(fd)
         return payload
@@ -202,8 +207,8 @@ def _read_entry(path: str, key: str) -> bytes:
 
 
 def _read_at_most(fd: int, size: int) -> bytes:
-    """Up to ``size + 1`` bytes from ``fd`` (one more shows the file grew)."""
-    chunks, left = [], size + 1
+    """Up to ``size`` bytes from ``fd`` (fewer only at the end of the file)."""
+    chunks, left = [], size
     while left > 0:
         chunk = os.read(fd, min(left, 1 << 24))
         if not chunk:
@@ -249,22 +254,32 @@ def _check_directory(directory: str) -> None:
 def _evict(directory: str, limit: int, keep: str) -> None:
     """Delete the least recently used entries (oldest modification time first, never
     ``keep``) until the entries fit in ``limit`` bytes; also remove temporary files
-    that writers left behind long ago."""
+    that writers left behind long ago.
+
+    Only files this cache wrote count or are removed: a name it gives (64 hex digits
+    and ``.xla``, or a temporary file's name) and content that starts with its magic
+    (a temporary file may still be empty). Other files in the directory are the
+    user's and are left alone."""
     try:
         entries, now = [], time.time()
         with os.scandir(directory) as it:
             for e in it:
+                entry = _ENTRY_NAME.fullmatch(e.name)
+                if not entry and not _TMP_NAME.fullmatch(e.name):
+                    continue
                 try:
                     st = e.stat(follow_symlinks=False)
                 except OSError:
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     continue
-                if e.name.endswith(_SUFFIX):
-                    entries.append((st.st_mtime_ns, e.name, st.st_size))
-                elif e.name.endswith(_TMP_SUFFIX) and e.name.startswith(".") and \
-                        now - st.st_mtime > _STALE_TMP_SECONDS:
-                    _unlink(os.path.join(directory, e.name))
+                path = os.path.join(directory, e.name)
+                if entry:
+                    if _has_magic(path):
+                        entries.append((st.st_mtime_ns, e.name, st.st_size))
+                elif now - st.st_mtime > _STALE_TMP_SECONDS and \
+                        (st.st_size == 0 or _has_magic(path)):
+                    _unlink(path)
         total = sum(size for _, _, size in entries)
         for _, name, size in sorted(entries):
             if total <= limit:
@@ -277,6 +292,21 @@ def _evict(directory: str, limit: int, keep: str) -> None:
             total -= size
     except _IO_ERRORS as e:
         logger.warning("compilation cache: cannot evict entries in %s: %s", directory, e)
+
+
+def _has_magic(path: str) -> bool:
+    """Whether the regular file at ``path`` starts with this cache's magic (reads only that)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and \
+            _read_at_most(fd, len(_MAGIC)) == _MAGIC
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _unlink(path: str) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from minijax.config import config
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, _sharding_of_aval
 from minijax.runtime.transfer import from_shards, put_numpy
@@ -37,7 +37,10 @@ def make_array_from_callback(shape: Sequence[int], sharding: Any,
     """The Array of ``shape`` laid out as ``sharding`` whose shard on each of this
     process's devices is ``data_callback(index)`` (``index``: a tuple of slices into
     the global array). Replicas of a slice call it once."""
-    shape = tuple(int(d) for d in shape)
+    if not isinstance(shape, tuple):  # jax hashes it: a list is a TypeError there too
+        raise TypeError(f"make_array_from_callback: shape must be a tuple of ints, got "
+                        f"{shape!r}")
+    shape = canonicalize_shape(shape, "shape of make_array_from_callback")
     _check_sharding(sharding, "make_array_from_callback")
     if isinstance(sharding, _sharding.Sharding):
         _sharding.check_sharding_shape(sharding, shape, "make_array_from_callback: an array")

@@ -39,6 +39,21 @@ from jaxlib import _jax, xla_client
 from minijax.core import aval as _aval
 from minijax.runtime import backend as _backend
 
+
+class IndivisibleError(ValueError):
+    """A sharding splits a dimension over a number of devices that does not divide it
+    (jax's ``jax._src.sharding.IndivisibleError``, a ValueError)."""
+
+
+class DuplicateSpecError(Exception):
+    """A ``PartitionSpec`` given to ``NamedSharding`` names a mesh axis twice (jax's
+    ``jax._src.named_sharding.DuplicateSpecError``; as there, not a ValueError)."""
+
+    def __init__(self, message: str, mesh: Any = None, pspec: Any = None):
+        super().__init__(message)
+        self.message, self.mesh, self.pspec = message, mesh, pspec
+
+
 __all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
            "PartitionSpec", "Sharding", "SingleDeviceSharding", "UNCONSTRAINED", "jaxlib_sharding",
            "get_abstract_mesh", "get_mesh", "make_mesh", "named_from_spec", "set_mesh",
@@ -180,8 +195,8 @@ class Sharding:
         out = []
         for dim, (n, t) in enumerate(zip(shape, tiles)):
             if n % t:
-                raise ValueError(f"{self}: dimension {dim} of shape {shape} ({n}) is not "
-                                 f"divisible by the {t} devices that split it")
+                raise IndivisibleError(f"{self}: dimension {dim} of shape {shape} ({n}) is "
+                                       f"not divisible by the {t} devices that split it")
             out.append(n // t)
         return tuple(out)
 
@@ -385,18 +400,24 @@ def named_from_spec(spec: Any, what: str, error: type = ValueError) -> Any:
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
               axis_types: Sequence[AxisType] | None = None, devices: Sequence | None = None
               ) -> Mesh:
-    """A mesh of ``axis_shapes`` over ``devices`` (all devices if None), in device order.
+    """A mesh of ``axis_shapes`` over the first ``prod(axis_shapes)`` of ``devices`` (all
+    devices if None), in device order; ValueError if there are fewer (as jax).
 
     >>> minijax.make_mesh((4, 2), ("data", "model"))
     """
-    axis_shapes = tuple(int(s) for s in axis_shapes)
+    try:
+        axis_shapes = tuple(int(s) for s in axis_shapes)  # as jax: int() of each
+    except (TypeError, ValueError):
+        raise ValueError(f"`axis_shapes` passed to `make_mesh` should be a sequence of "
+                         f"ints. Got {axis_shapes}") from None
     if devices is None:
         devices = _backend.get_backend().client.devices()
     devices = list(devices)
     n = math.prod(axis_shapes)
-    if n != len(devices):
+    if n > len(devices):
         raise ValueError(f"make_mesh: a mesh of shape {axis_shapes} needs {n} devices, "
                          f"but {len(devices)} are available")
+    devices = devices[:n]  # as jax: the first devices when there are more
     return Mesh(np.array(devices, dtype=object).reshape(axis_shapes), tuple(axis_names),
                 axis_types)
 
@@ -540,7 +561,9 @@ class NamedSharding(Sharding):
                     raise ValueError(f"NamedSharding: {spec} names axis {a!r}, which is not "
                                      f"an axis of the mesh {mesh.axis_names}")
                 if a in used:
-                    raise ValueError(f"NamedSharding: {spec} uses mesh axis {a!r} twice")
+                    raise DuplicateSpecError(
+                        f"NamedSharding: {spec} uses mesh axis {a!r} twice; a mesh axis "
+                        "can split at most one dimension", mesh, spec)
                 used.append(a)
         self.mesh = mesh
         self.spec = spec
@@ -772,14 +795,15 @@ def _search_spec(mesh: Mesh, hlo, ndim: int) -> NamedSharding | None:
 
 
 def check_sharding_shape(sharding: Any, shape: tuple, what: str) -> None:
-    """``ValueError`` unless ``sharding`` can lay out an array of ``shape``."""
+    """``ValueError`` (``IndivisibleError`` for a dimension its devices do not divide)
+    unless ``sharding`` can lay out an array of ``shape``."""
     if isinstance(sharding, NamedSharding):
         sharding._check_rank(len(shape), what)
     if isinstance(sharding, Sharding):
         try:
             sharding.shard_shape(shape)
         except ValueError as e:
-            raise ValueError(f"{what} of shape {shape}: {e}") from None
+            raise type(e)(f"{what} of shape {shape}: {e}") from None  # IndivisibleError stays
 
 
 def is_sharding(x: Any) -> bool:

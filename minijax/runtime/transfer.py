@@ -535,7 +535,9 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
     ------
     ValueError
         When ``device``, ``donate`` or ``may_alias`` is a pytree that is not a prefix of
-        ``x``, or both ``donate`` and ``may_alias`` are True for a leaf.
+        ``x``, a ``device`` leaf is not a device, sharding, PartitionSpec or None (a
+        string such as ``'cpu'``, as in jax), or both ``donate`` and ``may_alias`` are
+        True for a leaf.
     TypeError
         When a leaf is not an array value.
     """
@@ -547,6 +549,12 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
     donates = _per_leaf("donate", donate, lambda d: isinstance(d, bool), x, treedef)
     aliases = _per_leaf("may_alias", may_alias, lambda m: m is None or isinstance(m, bool),
                         x, treedef)
+    for d in targets:
+        if not _is_placement(d):
+            raise ValueError(
+                "`minijax.device_put` only accepts `None`, `minijax.sharding.Sharding`, "
+                "`minijax.Device`, `minijax.sharding.PartitionSpec` or a pytree of these "
+                f"values. Received invalid value: {d!r}")
     out = []
     for leaf, d, dn, m in zip(leaves, targets, donates, aliases):
         if m and dn:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray, ShapeDtypeStruct
+from minijax.core.aval import (ShapedArray, ShapeDtypeStruct, canonicalize_shape,
+                               check_nonnegative_shape)
 from minijax.core.trace import Tracer, get_aval
 from minijax.runtime.array import Array
 from minijax.tree_util import keystr
@@ -28,8 +29,9 @@ def abstractify(x, allow_shape_dtype: bool = False) -> ShapedArray:
     if isinstance(x, ShapeDtypeStruct) or (allow_shape_dtype and hasattr(x, "shape")
                                            and hasattr(x, "dtype")
                                            and not isinstance(x, (np.ndarray, np.generic))):
-        return ShapedArray(tuple(x.shape), dtypes.canonicalize(x.dtype),
-                           getattr(x, "weak_type", False))
+        shape = canonicalize_shape(x.shape, "shape of an abstract argument")
+        check_nonnegative_shape(shape, f"{type(x).__name__} argument")
+        return ShapedArray(shape, dtypes.canonicalize(x.dtype), getattr(x, "weak_type", False))
     try:
         return get_aval(x)
     except TypeError:

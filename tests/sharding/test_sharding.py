@@ -95,13 +95,13 @@ def sharding_objects():
     errors = []
     for bad in (lambda: NamedSharding(m, P("z")), lambda: NamedSharding(m, P("x", "x")),
                 lambda: Mesh(np.array(minijax.devices()), ("a", "b")),
-                lambda: minijax.make_mesh((3, 2), ("a", "b")),
+                lambda: minijax.make_mesh((3, 3), ("a", "b")),  # 9 > 8 devices
                 lambda: minijax.device_put(_x(6, 4), NamedSharding(m, P("x")))):
         try:
             bad()
             errors.append(None)
-        except ValueError as e:
-            errors.append(str(e))
+        except Exception as e:  # ValueError; DuplicateSpecError (not one, as in jax)
+            errors.append(f"{type(e).__name__}: {e}")
     return dict(
         mesh_eq=(m == m2, hash(m) == hash(m2), m.shape, m.size),
         eq=(s == NamedSharding(m2, P("x", None)), hash(s) == hash(NamedSharding(m2, P("x"))),
@@ -689,7 +689,8 @@ def test_sharding_objects(results):
     assert r["single"] == ((3, 4), [(slice(None),)], True)
     assert all(e is not None for e in r["errors"]), r["errors"]
     assert "'z'" in r["errors"][0] and "twice" in r["errors"][1]
-    assert "not divisible" in r["errors"][4]
+    assert r["errors"][1].startswith("DuplicateSpecError")
+    assert r["errors"][4].startswith("IndivisibleError") and "not divisible" in r["errors"][4]
     assert r["axis_type"] == "AxisType.Auto"
 
 

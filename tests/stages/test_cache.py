@@ -358,8 +358,8 @@ def test_size_limit_evicts_least_recently_used(cache_dir, max_size):
     for i, k in enumerate(keys[:3]):
         assert compilation_cache.put(k, bytes([i]) * 1000)
         os.utime(cache_dir / (k + ".xla"), (now - 300 + i, now - 300 + i))  # a oldest, c newest
-    stale = cache_dir / ".0123-dead.tmp"  # left by a writer that died long ago
-    stale.write_bytes(b"x")
+    stale = cache_dir / ".0123456789abcdef-dead_x1z.tmp"  # left by a writer that died long ago
+    stale.write_bytes(compilation_cache._MAGIC)
     os.utime(stale, (now - 7200, now - 7200))
     assert compilation_cache.get(keys[0]) == bytes([0]) * 1000  # a hit: a is now the newest
     assert compilation_cache.put(keys[3], b"d" * 1000)  # over the limit: b goes
@@ -388,3 +388,45 @@ def test_size_limit_applies_to_compiled_entries(cache_dir, max_size):
     minijax.jit(lambda x: x * 4).lower(x).compile()
     entries = _entries(cache_dir)
     assert len(entries) == 1 and entries != [first]
+
+
+def test_eviction_touches_only_the_caches_own_files(cache_dir, max_size):
+    """Files the cache did not write -- other names, or an entry's name without the
+    magic -- are neither counted nor evicted, however old; nor are odd temporary files."""
+    entry = compilation_cache._HEAD + 1000
+    max_size(2 * entry)
+    old = time.time() - 7200
+    mine = {"foo.xla": b"user data" * 500, "9" * 64 + ".xla": b"not an entry" * 500,
+            "notes.tmp": b"x", ".0123456789abcdef-user.tmp.bak": b"x",
+            ".0123456789abcdef-user_1.tmp": b"someone else's temporary file"}
+    for name, data in mine.items():
+        (cache_dir / name).write_bytes(data)
+        os.utime(cache_dir / name, (old, old))
+    keys = [c * 64 for c in "abc"]
+    for i, k in enumerate(keys):
+        assert compilation_cache.put(k, bytes([i]) * 1000)
+        os.utime(cache_dir / (k + ".xla"), (old + 10 * i,) * 2)
+    # Only a's entry went: the user's files were not counted towards the limit.
+    assert sorted(os.listdir(cache_dir)) == sorted([*mine, keys[1] + ".xla", keys[2] + ".xla"])
+    for name, data in mine.items():
+        assert (cache_dir / name).read_bytes() == data
+
+
+def test_junk_named_like_an_entry_is_refused_after_its_header(cache_dir, monkeypatch, caplog):
+    """A 900 MB file (sparse) named like an entry, within the size limit: refused
+    after reading the header, not read in full; it is replaced by the next write."""
+    key = "7" * 64
+    junk = cache_dir / (key + ".xla")
+    with open(junk, "wb") as f:
+        f.truncate(900 << 20)
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+        assert compilation_cache.get(key) is None
+    monkeypatch.setattr(os, "read", real_read)
+    assert sum(read) <= compilation_cache._HEAD, read
+    assert any("not a minijax cache entry" in r.getMessage() for r in caplog.records)
+    assert compilation_cache.put(key, b"payload")
+    assert compilation_cache.get(key) == b"payload"
+    assert junk.stat().st_size == compilation_cache._HEAD + 7
