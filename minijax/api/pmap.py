@@ -74,7 +74,7 @@ class Pmapped:
     """A function mapped over devices (``pmap(f)``); see ``pmap``."""
 
     def __init__(self, fun: Callable, axis_name, in_axes, out_axes,
-                 static_broadcasted_argnums, devices, backend):
+                 static_broadcasted_argnums, devices, backend, axis_size=None):
         wraps(fun)(self)
         self._fun = fun
         self._name = fun_name(fun)
@@ -84,6 +84,7 @@ class Pmapped:
         self._static = tuple(sorted(set(as_tuple(static_broadcasted_argnums))))
         self._devices = None if devices is None else tuple(devices)
         self._backend = backend
+        self._axis_size = axis_size
         self._cache = LRUCache("minijax_jit_cache_size")  # signature -> compiled program
 
     def __repr__(self) -> str:
@@ -183,6 +184,9 @@ class Pmapped:
         if len(set(sizes)) > 1:
             raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
                              f"{sizes}")
+        if self._axis_size is not None and self._axis_size != sizes[0]:
+            raise ValueError(f"Specified axis_size {self._axis_size} doesn't match received "
+                             f"axis_size {sizes[0]}.")
         if sizes[0] == 0:
             raise ValueError(f"pmap of {self._name}: the mapped axis has size 0, but pmap "
                              f"needs at least one replica (argument shapes "
@@ -255,7 +259,8 @@ class Pmapped:
 
 def pmap(fun: Callable, axis_name=None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Iterable[int] = (),
-         devices: Sequence | None = None, backend: str | None = None) -> Pmapped:
+         devices: Sequence | None = None, backend: str | None = None,
+         axis_size: int | None = None, donate_argnums: int | Iterable[int] = ()) -> Pmapped:
     """Map ``fun`` over an array axis, one device per element; mirrors ``jax.pmap``.
 
     Parameters
@@ -269,6 +274,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes: Any = 0, out_axes: Any = 0,
     static_broadcasted_argnums : positional arguments passed to ``fun`` as Python values.
     devices : the devices to use (default: the backend's devices, in order).
     backend : 'cpu' or 'gpu' (default: the default backend).
+    axis_size : the size of the mapped axis, if given (``ValueError`` when the arguments'
+        mapped size differs; one process, so it is the local size).
+    donate_argnums : accepted as jax takes it; the arguments' buffers are not reused
+        (donation is a hint that a backend may ignore).
 
     The mapped size must not exceed the number of devices (``ValueError`` otherwise).
     """
@@ -277,4 +286,4 @@ def pmap(fun: Callable, axis_name=None, *, in_axes: Any = 0, out_axes: Any = 0,
     if devices is not None and not devices:
         raise ValueError("'devices' argument to pmap must be non-empty, or None.")
     return Pmapped(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices,
-                   backend)
+                   backend, axis_size)

@@ -120,6 +120,8 @@ class JaxFinder(importlib.abc.MetaPathFinder):
             return made, True
         if fullname == "jax._src" or fullname.startswith("jax._src."):
             from minijax.compat import _src_names
+            if fullname in _src_names.SRC_MODULES:  # minijax's module itself
+                return _src_names.make_module(fullname), False
             mod = _src_names.make_module(fullname)
             if mod is None:
                 raise _no_module(fullname)

@@ -53,15 +53,40 @@ SRC_NAMES: dict[str, dict[str, tuple[str, str]]] = {
 }
 SRC_PACKAGES = {"jax._src", "jax._src.state", "jax._src.interpreters"}
 
+# jax._src modules that are one minijax module itself (not a copy of some of its names),
+# so that a library replacing one of its functions changes what minijax calls
+SRC_MODULES: dict[str, tuple[str, str]] = {
+    # chex's restrict_backends wraps backend_compile_and_load
+    "jax._src.compiler": ("minijax.runtime.compiler", "chex"),
+}
+
 
 def _resolve(where: str):
     mod, _, attr = where.partition(":")
     return getattr(importlib.import_module(mod), attr)
 
 
+def _submodule_getter(package: str):
+    """A package's ``__getattr__``: its listed submodules, which jax imports with jax
+    itself (chex reads ``jax._src.xla_bridge`` without importing it)."""
+    def __getattr__(name: str):
+        sub = f"{package}.{name}"
+        if not name.startswith("__") and (sub in SRC_NAMES or sub in SRC_MODULES
+                                          or sub in SRC_PACKAGES):
+            try:
+                return importlib.import_module(sub)
+            except ImportError:
+                pass
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return __getattr__
+
+
 def make_module(fullname: str) -> types.ModuleType | None:
     """The module ``fullname`` (a ``jax._src`` name) with its listed names; None if it is
     not listed."""
+    alias = SRC_MODULES.get(fullname)
+    if alias is not None:
+        return importlib.import_module(alias[0])
     names = SRC_NAMES.get(fullname)
     if names is None and fullname not in SRC_PACKAGES:
         return None
@@ -70,6 +95,7 @@ def make_module(fullname: str) -> types.ModuleType | None:
     mod._minijax_jax_mode = True
     if fullname in SRC_PACKAGES:
         mod.__path__ = []
+        mod.__getattr__ = _submodule_getter(fullname)
     found = 0
     for name, (where, _lib) in (names or {}).items():
         try:

@@ -105,6 +105,18 @@ _METHODS = ["reshape", "astype", "sum", "mean", "max", "min", "prod", "var", "st
 
 
 @register_boundary
+def _round(self, ndigits=None):
+    """``round(x)`` (as for a Python float, an integer: the default int dtype) and
+    ``round(x, n)`` (``jnp.round(x, n)``, the array's dtype)."""
+    try:
+        out = _jnp().round(self, decimals=ndigits or 0)
+        return out.astype(int) if ndigits is None else out
+    except Exception as e:
+        process_exception(e)
+        raise
+
+
+@register_boundary
 def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
     """``x.compress(condition, ...)`` is ``jnp.compress(condition, x, ...)``."""
     try:
@@ -126,6 +138,7 @@ def install(cls) -> None:
     for name in _METHODS:
         setattr(cls, name, _method(name))
     cls.compress = _compress
+    cls.__round__ = _round
     cls.__getitem__ = _getitem
     cls.__setitem__ = _setitem
     cls.T = property(lambda self: _jnp().transpose(self))

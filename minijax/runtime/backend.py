@@ -334,13 +334,13 @@ def _create(platform: str) -> Backend:
         if b is None:
             if platform in _backend_errors:
                 raise RuntimeError(
-                    f"Unable to initialize backend {platform!r}: {_backend_errors[platform]}")
+                    f"Backend {platform!r} failed to initialize: {_backend_errors[platform]}")
             try:
                 b = _FACTORIES[platform]()
             except Exception as e:
                 _backend_errors[platform] = f"{type(e).__name__}: {e}"
                 raise RuntimeError(
-                    f"Unable to initialize backend {platform!r}: {_backend_errors[platform]}"
+                    f"Backend {platform!r} failed to initialize: {_backend_errors[platform]}"
                 ) from e
             _backends[platform] = b
         return b
@@ -380,7 +380,15 @@ def get_backend(platform: str | Backend | None = None) -> Backend:
         return b
     if isinstance(platform, Backend):
         return platform
-    return _backends.get(platform) or _create(_canonical_platform(platform))
+    b = _backends.get(platform)
+    if b is not None:
+        return b
+    canonical = _ALIASES.get(platform.strip().lower())
+    if canonical is None:  # jax raises RuntimeError for a platform it has no backend for
+        get_backend()
+        raise RuntimeError(f"Unknown backend {platform}. Available backends are "
+                           f"{sorted(_backends)}")
+    return _create(canonical)
 
 
 def default_backend() -> str:

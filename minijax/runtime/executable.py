@@ -30,6 +30,7 @@ from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime import debug_nans as _debug_nans
 from minijax.runtime import compile_options as _options
+from minijax.runtime import compiler as _compiler
 from minijax.runtime import limits as _limits
 from minijax.runtime import lapack as _lapack
 from minijax.runtime._native import speedups
@@ -371,14 +372,14 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
         if host_callbacks:  # jaxlib takes them with a parsed module only
             from minijax.lowering import mlir
             from minijax.runtime import callback as _callback
-            loaded = backend.client.compile_and_load(
-                mlir.parse(str(module)) if parsed is None else parsed, _jax.DeviceList((device,)),
-                compile_options=compile_options,
-                host_callbacks=[_callback.host_callback(c) for c in host_callbacks])
+            loaded = _compiler.backend_compile_and_load(
+                backend.client, mlir.parse(str(module)) if parsed is None else parsed,
+                _jax.DeviceList((device,)), compile_options,
+                [_callback.host_callback(c) for c in host_callbacks])
         else:
-            loaded = backend.client.compile_and_load(
-                module if parsed is None else parsed, _jax.DeviceList((device,)),
-                compile_options)
+            loaded = _compiler.backend_compile_and_load(
+                backend.client, module if parsed is None else parsed,
+                _jax.DeviceList((device,)), compile_options, [])
     except _jax.JaxRuntimeError as e:
         bad_option = _options.as_value_error(e)
         if bad_option is not None:

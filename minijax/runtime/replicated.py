@@ -21,6 +21,7 @@ from jaxlib import _jax, xla_client
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
+from minijax.runtime import compiler as _compiler
 from minijax.runtime import lapack as _lapack
 from minijax.runtime import limits as _limits
 from minijax.runtime.array import Array, _wrap, intern_aval
@@ -102,6 +103,7 @@ def compile_replicated(module: str, devices: Sequence[_backend.Device], *,
     backend = _backend.backend_of(devices[0])
     _limits.check_host_callbacks(module, 0, "pmap")
     _lapack.register_if_used(module)
-    loaded = backend.client.compile_and_load(module, _jax.DeviceList(devices),
-                                             replicated_compile_options(devices))
+    loaded = _compiler.backend_compile_and_load(backend.client, module,
+                                                _jax.DeviceList(devices),
+                                                replicated_compile_options(devices))
     return ReplicatedExecutable(loaded, devices, out_avals)

@@ -32,6 +32,7 @@ from minijax.lowering.sdy import Meshes
 from minijax.lowering.types import string_attr, tensor_type
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
+from minijax.runtime import compiler as _compiler
 from minijax.runtime import lapack as _lapack
 from minijax.runtime import limits as _limits
 from minijax.runtime import sharding as _sharding
@@ -98,7 +99,9 @@ class ShardedExecutable(Executable):
                 outs.append(_sharding.sharding_from_hlo(hlo, placement.devices, len(a.shape),
                                                         candidates))
         self.out_shardings = tuple(outs)
-        self.out_avals = [intern_aval(ShapedArray(a.shape, a.dtype, a.weak_type), s)
+        # a jaxlib SingleDeviceSharding (one device, no candidate) is its device's layout
+        self.out_avals = [intern_aval(ShapedArray(a.shape, a.dtype, a.weak_type),
+                                      s._device if type(s) is _jax.SingleDeviceSharding else s)
                           for a, s in zip(out_avals, outs)]
         # float0 results (tangents of integers) are bool zeros on the devices, handed
         # back as NumPy float0 arrays, as for one device
@@ -106,7 +109,8 @@ class ShardedExecutable(Executable):
         dev_avals = [intern_aval(ShapedArray(a.shape, np.bool_), s) if i in float0 else a
                      for i, (a, s) in enumerate(zip(self.out_avals, outs))]
         self._handlers = [
-            _jax.array_result_handler(a, _sharding.jaxlib_sharding(s, len(a.shape)), True,
+            _jax.array_result_handler(a, s if type(s) is _jax.SingleDeviceSharding else
+                                      _sharding.jaxlib_sharding(s, len(a.shape)), True,
                                       _skip_checks=True)
             for a, s in zip(dev_avals, outs)]
         self.execute = _bounded(_make_execute(loaded.execute_sharded, self._handlers,
@@ -229,7 +233,8 @@ def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
     _limits.check_host_callbacks(module, 0, "computations sharded over several devices")
     _lapack.register_if_used(module)
     try:
-        loaded = backend.client.compile_and_load(module, _jax.DeviceList(devices), opts)
+        loaded = _compiler.backend_compile_and_load(backend.client, module,
+                                                   _jax.DeviceList(devices), opts)
     except _jax.JaxRuntimeError as e:
         bad_option = _options.as_value_error(e)
         if bad_option is not None:

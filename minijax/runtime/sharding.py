@@ -756,7 +756,11 @@ def sharding_from_hlo(hlo: xla_client.HloSharding, devices: Sequence, ndim: int,
     ``NamedSharding`` over their mesh) when one lays out an ``ndim``-d array alike,
     else an ``HloShardingOnDevices``."""
     devices = tuple(devices)
-    if len(devices) == 1:
+    if len(devices) == 1:  # every layout is the same: a candidate's, as jax keeps it
+        for c in candidates:
+            if isinstance(c, NamedSharding) and c._device_assignment == devices and \
+                    len(c.spec) <= ndim:
+                return c
         return _backend.sharding_for(devices[0])
     meshes = []
     for c in candidates:

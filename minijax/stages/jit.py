@@ -214,6 +214,12 @@ class Wrapped(DispatchBase):
     def __repr__(self) -> str:
         return f"<minijax.jit wrapping {self._name}>"
 
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The wrapped function's signature (jax's jitted functions have it: chex reads it
+        with ``follow_wrapped=False``)."""
+        return inspect.signature(self._fun)
+
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
