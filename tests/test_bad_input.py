@@ -220,7 +220,7 @@ NOT_AS_JAX = [
      "jax wraps the start to 0"),
     ("jit string device", lambda m: m.top.jit(_f, device="cpu"), TypeError, "'cpu'",
      "jax: AttributeError when the function is called"),
-    ("jit unknown backend", lambda m: m.top.jit(_f, backend="nope"), RuntimeError, "'nope'",
+    ("jit unknown backend", lambda m: m.top.jit(_f, backend="nope"), RuntimeError, "Unknown backend nope",
      "jax: the same RuntimeError, but only when the function is called"),
     ("split float sections", lambda m: m.jnp.split(m.jnp.ones(4), 2.5), TypeError, "2.5",
      "jax truncates 2.5 to 2 sections"),
