@@ -34,9 +34,13 @@ def reshard(xs, out_shardings):
     every leaf, or a pytree like ``xs``): moved eagerly, a sharding constraint under jit.
 
     As in jax, the shardings may split arrays only over *explicit* mesh axes (sharding
-    in types), which minijax does not implement: splitting over the Auto axes every
-    minijax mesh has raises ValueError, as jax does for them. Use ``device_put`` or
-    ``lax.with_sharding_constraint``, which take Auto axes.
+    in types: the result's ``minijax.typeof(...).sharding`` says so); an Auto or Manual
+    axis raises ValueError, as jax does. Use ``device_put`` or
+    ``lax.with_sharding_constraint`` for Auto axes.
+
+    >>> mesh = minijax.make_mesh((8,), ("x",))          # explicit axes by default
+    >>> minijax.typeof(reshard(jnp.zeros(8), NamedSharding(mesh, P("x")))).sharding.spec
+    PartitionSpec('x')
     """
     leaves, tree = tree_flatten(xs)
     is_spec = lambda s: isinstance(s, PartitionSpec)
@@ -58,14 +62,14 @@ def reshard(xs, out_shardings):
         spec = getattr(s, "spec", None)
         if spec is not None:
             types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
-            axis = next((a for d in range(len(spec)) for a in spec.axes_of(d)), None)
+            axis = next((a for d in range(len(spec)) for a in spec.axes_of(d)
+                         if types[a] != AxisType.Explicit), None)
             if axis is not None:
                 raise ValueError(
                     f"PartitionSpec passed to reshard cannot contain axis names that are "
                     f"of type Auto or Manual. Got PartitionSpec: {spec} with axis name: "
-                    f"{axis} of type: {types[axis]}. (minijax meshes have Auto axes only: "
-                    "explicit sharding in types is not implemented; use device_put or "
-                    "lax.with_sharding_constraint.)")
+                    f"{axis} of type: {types[axis]!r}. (Use device_put or "
+                    "lax.with_sharding_constraint for Auto axes.)")
         if isinstance(x, Tracer):
             outs.append(with_sharding_constraint(x, s))
         else:

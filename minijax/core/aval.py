@@ -87,10 +87,10 @@ class ShapedArray(AbstractValue):
     dtype in promotion (``x_f16 * 2.0`` stays float16).
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash", "_sharding")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
         # Fields are set once, through the slot descriptors: a ShapedArray is immutable
         # (avals are shared and interned, so changing one in place would change the type
         # of every array and tracer holding it).
@@ -98,7 +98,11 @@ class ShapedArray(AbstractValue):
         _set_shape(self, shape)
         _set_dtype(self, dtype)
         _set_weak_type(self, weak_type)
-        _set_hash(self, hash((shape, dtype, weak_type)))
+        if sharding is not None and _normalize_sharding is not None:
+            sharding = _normalize_sharding(sharding, len(shape))
+        _set_sharding(self, sharding)
+        _set_hash(self, hash((shape, dtype, weak_type)) if sharding is None
+                  else hash((shape, dtype, weak_type, sharding)))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"ShapedArray is immutable: cannot set {name!r}; "
@@ -117,38 +121,60 @@ class ShapedArray(AbstractValue):
 
     @property
     def sharding(self):
-        """The layout in the type: minijax has no sharding in types, so this is jax's
-        sharding of a value outside any mesh, ``NamedSharding(AbstractMesh((), ()),
-        P(None, ...))`` (one ``None`` per dimension)."""
+        """The layout in the type (sharding in types): for a value laid out over the
+        *explicit* axes of a mesh, ``NamedSharding(abstract_mesh, spec)`` naming those
+        axes; otherwise jax's sharding of a value outside any mesh,
+        ``NamedSharding(AbstractMesh((), ()), P(None, ...))`` (one ``None`` per
+        dimension)."""
+        if self._sharding is not None:
+            return self._sharding
         if _unsharded is None:
             raise AttributeError("ShapedArray.sharding needs minijax.runtime.sharding")
         return _unsharded(len(self.shape))
 
     def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
-        if not no_sharding_constraint(sharding):
-            raise NotImplementedError("ShapedArray.update: minijax has no sharding in types; "
-                                      f"only the unsharded sharding is accepted, got {sharding}")
+        """A copy with the given fields changed. The sharding is kept when the shape
+        is (and dropped with a new shape unless given)."""
+        if sharding is None:
+            sharding = self._sharding if shape is None else None
+        elif no_sharding_constraint(sharding):
+            sharding = None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self) -> ShapedArray:
-        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False)
+        return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
+                                                           self._sharding)
 
     def __eq__(self, other) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self._sharding == other._sharding)
 
     def __hash__(self) -> int:
         return self._hash
 
-    def str_short(self) -> str:
-        """``f32[3,4]`` as in jaxprs."""
-        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
-
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
+
+    def str_short(self, short_dtypes: bool = False) -> str:
+        """``f32[3,4]`` as in jaxprs; ``f32[8@x,4]`` for a dimension split over the
+        explicit mesh axis ``x`` (as jax writes sharded types)."""
+        sh = self._sharding
+        if sh is None:
+            return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        dims = []
+        for d, n in enumerate(self.shape):
+            axes = sh.spec.axes_of(d)
+            if not axes:
+                dims.append(str(n))
+            elif len(axes) == 1:
+                dims.append(f"{n}@{axes[0]}")
+            else:
+                dims.append(f"{n}@({','.join(axes)})")
+        return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
 
     __str__ = str_short
 
@@ -156,6 +182,9 @@ class ShapedArray(AbstractValue):
 # The unsharded NamedSharding of an ndim-d value; set by minijax.runtime.sharding (the
 # sharding classes live in the runtime layer, above this one).
 _unsharded = None
+# (sharding, ndim) -> the sharding an aval keeps (None when it names no explicit axis):
+# set by minijax.runtime.sharding.
+_normalize_sharding = None
 
 
 def no_sharding_constraint(sharding) -> bool:
@@ -164,15 +193,18 @@ def no_sharding_constraint(sharding) -> bool:
     return sharding is None or getattr(getattr(sharding, "mesh", None), "empty", False) is True
 
 
-def set_unsharded_factory(fn) -> None:
-    global _unsharded
+def set_unsharded_factory(fn, normalize=None) -> None:
+    global _unsharded, _normalize_sharding
     _unsharded = fn
+    if normalize is not None:
+        _normalize_sharding = normalize
 
 
 _set_shape = ShapedArray.shape.__set__
 _set_dtype = ShapedArray.dtype.__set__
 _set_weak_type = ShapedArray.weak_type.__set__
 _set_hash = ShapedArray._hash.__set__
+_set_sharding = ShapedArray._sharding.__set__
 
 
 class ShapeDtypeStruct:

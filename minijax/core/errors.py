@@ -62,3 +62,8 @@ class JaxprTypeError(TypeError):
 
 class InconclusiveDimensionOperation(Exception):
     """An operation on symbolic dimensions whose result cannot be decided."""
+
+
+class ShardingTypeError(Exception):
+    """Operands whose explicit shardings (sharding in types) do not fit the operation,
+    or an ambiguous result sharding (jax's ``jax._src.core.ShardingTypeError``)."""

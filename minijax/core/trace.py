@@ -282,7 +282,7 @@ class Primitive:
         return fn
 
     def def_abstract_eval(self, fn):
-        self.abstract_eval = fn
+        self.abstract_eval = _with_sharding_rule(self, fn)
         return fn
 
     def def_lowering(self, fn, platform: str | None = None):
@@ -316,6 +316,25 @@ class Primitive:
         """Run abstract eval; always returns a list."""
         out = self.abstract_eval(*avals, **params)
         return list(out) if self.multiple_results else [out]
+
+
+def _with_sharding_rule(prim: Primitive, fn: Callable) -> Callable:
+    """``fn`` (an abstract eval rule), giving its results the shardings the operands'
+    explicit shardings imply (sharding in types, ``core/sharding_rules.py``)."""
+    def abstract_eval(*avals, **params):
+        out = fn(*avals, **params)
+        if params.get("out_sharding") is not None or (
+                params.get("sharding") is not None and "sharding" in prim.rules):
+            from minijax.core.sharding_rules import propagate
+            return propagate(prim, avals, params, out)
+        for a in avals:
+            if getattr(a, "_sharding", None) is not None:
+                from minijax.core.sharding_rules import propagate
+                return propagate(prim, avals, params, out)
+        return out
+    abstract_eval.__wrapped__ = fn
+    abstract_eval.__name__ = getattr(fn, "__name__", "abstract_eval")
+    return abstract_eval
 
 
 # ---- abstract values of Python values ------------------------------------------------

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from minijax.core.sharding_rules import def_sharding_rule, reduction_rule
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import Primitive, get_aval
@@ -102,6 +103,8 @@ def _reduction_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
+    def_sharding_rule(p, lambda x, *, axes, out_sharding=None:
+                      reduction_rule(x, canonical_axes(name, x, axes), out_sharding))
     return p
 
 
@@ -208,6 +211,8 @@ def _arg_primitive(name: str, direction: str) -> Primitive:
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
+    def_sharding_rule(p, lambda x, *, axes, index_dtype:
+                      reduction_rule(x, canonical_axes(name, x, axes)))
     return p
 
 

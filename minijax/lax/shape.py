@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from minijax.core import sharding_rules as _srules
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, canonicalize_dim, canonicalize_shape
 from minijax.core.primitives import broadcast_in_dim_p, transpose_p
@@ -575,3 +576,29 @@ rev_p.def_batch(_rev_batch)
 # iota has no operands: it is never differentiated nor batched (an unbatched call just
 # binds it); its jvp rule only says that its output has a zero tangent.
 defjvp_zero(iota_p)
+
+
+# ---- sharding in types (core/sharding_rules.py) ----------------------------------------
+
+def _transpose_sharding(x, *, permutation):
+    s = _srules.sharding_of(x)
+    entries = _srules.spec_entries(s, len(x.shape))
+    return _srules.with_entries(s, [entries[p] for p in permutation])
+
+
+def _squeeze_sharding(x, *, dimensions):
+    s = _srules.sharding_of(x)
+    entries = _srules.spec_entries(s, len(x.shape))
+    dims = {d % max(len(x.shape), 1) for d in dimensions}
+    return _srules.with_entries(s, [e for i, e in enumerate(entries) if i not in dims])
+
+
+def _iota_sharding(*, dimension, dtype, shape, sharding=None):
+    return sharding
+
+
+_srules.def_sharding_rule(broadcast_in_dim_p, _srules.broadcast_in_dim_rule)
+_srules.def_sharding_rule(reshape_p, _srules.reshape_rule)
+_srules.def_sharding_rule(transpose_p, _transpose_sharding)
+_srules.def_sharding_rule(squeeze_p, _squeeze_sharding)
+_srules.def_sharding_rule(iota_p, _iota_sharding)

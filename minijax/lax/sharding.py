@@ -11,6 +11,7 @@ eagerly it moves the array there (``minijax.stages.sharded`` sets that rule).
 
 from __future__ import annotations
 
+from minijax.core.sharding_rules import def_sharding_rule
 from minijax.core.trace import Primitive, get_aval
 from minijax.lowering.types import string_attr
 from minijax.transforms import ad
@@ -20,7 +21,17 @@ sharding_constraint_p = Primitive("sharding_constraint")
 
 @sharding_constraint_p.def_abstract_eval
 def _sharding_constraint_abstract(x, *, sharding):
-    return x
+    # Over explicit mesh axes the layout is part of the type (``reshard``).
+    new = x.update(sharding=sharding)
+    return new if new._sharding is not None else x
+
+
+def _sharding_constraint_sharding(x, *, sharding):
+    new = x.update(sharding=sharding)
+    return new._sharding if new._sharding is not None else x._sharding
+
+
+def_sharding_rule(sharding_constraint_p, _sharding_constraint_sharding)
 
 
 @sharding_constraint_p.def_lowering

@@ -422,7 +422,8 @@ def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
         a = _interned_elsewhere.get(key)
         if a is None:
             a = _interned_elsewhere.setdefault(
-                key, ShapedArray(aval.shape, aval.dtype, aval.weak_type))
+                key, ShapedArray(aval.shape, aval.dtype, aval.weak_type,
+                                 _sharding.aval_sharding(device, len(aval.shape))))
             if isinstance(device, _sharding.Sharding):
                 _sharding_of_aval[id(a)] = device
         return a

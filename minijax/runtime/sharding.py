@@ -63,12 +63,17 @@ Index = tuple[slice, ...]
 
 
 class AxisType(enum.Enum):
-    """How a mesh axis is used. Only ``Auto`` is implemented: XLA's partitioner
-    decides the layout of intermediates (see the README for ``Explicit``)."""
+    """How a mesh axis is used. ``Auto``: XLA's partitioner decides the layout of
+    intermediates; ``Explicit``: the layout is part of each value's type
+    (``minijax.typeof(x).sharding``), propagated by each operation's sharding rule
+    (sharding in types, ``core/sharding_rules.py``); ``Manual``: inside ``shard_map``."""
 
     Auto = "auto"
     Explicit = "explicit"
     Manual = "manual"
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 class _Unconstrained:
@@ -260,10 +265,8 @@ class Mesh:
         if len(axis_types) != len(axis_names):
             raise ValueError(f"Mesh: {len(axis_types)} axis types for {len(axis_names)} axes")
         for t in axis_types:
-            if t is not AxisType.Auto:
-                raise NotImplementedError(
-                    f"Mesh: axis type {t} is not supported; minijax meshes are "
-                    "AxisType.Auto (XLA's partitioner lays out intermediates)")
+            if not isinstance(t, AxisType):
+                raise TypeError(f"Mesh: axis_types must be AxisType values, got {t!r}")
         devs.flags.writeable = False
         self.devices = devs
         self.axis_names = axis_names
@@ -308,7 +311,33 @@ class Mesh:
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
-        return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+        am = self.__dict__.get("_abstract")
+        if am is None:
+            am = self.__dict__["_abstract"] = AbstractMesh(
+                self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+        return am
+
+    @property
+    def explicit_axes(self) -> tuple:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types)
+                     if t == AxisType.Explicit)
+
+    @property
+    def auto_axes(self) -> tuple:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == AxisType.Auto)
+
+    @property
+    def manual_axes(self) -> tuple:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types)
+                     if t == AxisType.Manual)
+
+    @property
+    def are_all_axes_explicit(self) -> bool:
+        return bool(self.axis_types) and all(t == AxisType.Explicit for t in self.axis_types)
+
+    @property
+    def are_all_axes_auto(self) -> bool:
+        return bool(self.axis_types) and all(t == AxisType.Auto for t in self.axis_types)
 
     @property
     def local_devices(self) -> list:
@@ -328,7 +357,11 @@ class Mesh:
         if self.empty:
             return "Mesh(axis_sizes=(), axis_names=())"
         axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape.items())
-        return f"Mesh(axis_sizes={{{axes}}}, devices={self.device_ids.tolist()})"
+        types = ""
+        if any(t != AxisType.Auto for t in self.axis_types):
+            types = f", axis_types=({', '.join(repr(t) for t in self.axis_types)},)"
+            types = types.replace(",)", ")") if len(self.axis_types) > 1 else types
+        return f"Mesh(axis_sizes={{{axes}}}, devices={self.device_ids.tolist()}{types})"
 
     def __enter__(self) -> Mesh:
         _mesh_stack.append(self)
@@ -413,6 +446,8 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
     if devices is None:
         devices = _backend.get_backend().client.devices()
     devices = list(devices)
+    if axis_types is None:  # as jax 0.10: explicit axes (sharding in types) by default
+        axis_types = (AxisType.Explicit,) * len(axis_shapes)
     n = math.prod(axis_shapes)
     if n > len(devices):
         raise ValueError(f"make_mesh: a mesh of shape {axis_shapes} needs {n} devices, "
@@ -504,9 +539,12 @@ class AbstractMesh:
         return hash(self._key)
 
     def __repr__(self) -> str:
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
         axes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
-        types = ", ".join(str(t) for t in self.axis_types)
-        return f"AbstractMesh(({axes}), axis_types=({types}))"
+        types = ", ".join(repr(t) for t in self.axis_types)
+        types += "," if len(self.axis_types) == 1 else ""
+        return f"AbstractMesh({axes}, axis_types=({types}))"
 
 
 EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
@@ -530,7 +568,67 @@ def is_unconstrained(sharding: Any) -> bool:
                                 and sharding.mesh.empty)
 
 
-_aval.set_unsharded_factory(unsharded)
+def aval_sharding(sharding: Any, ndim: int) -> NamedSharding | None:
+    """The sharding an ``ndim``-d aval carries for a value laid out as ``sharding``
+    (sharding in types): over the mesh's ``AbstractMesh``, the spec padded to ``ndim``
+    with the non-explicit axes dropped; None unless the mesh has explicit axes."""
+    mesh = getattr(sharding, "mesh", None)
+    spec = getattr(sharding, "spec", None)
+    if mesh is None or spec is None or not isinstance(sharding, NamedSharding):
+        return None
+    return _aval_sharding(mesh, tuple(spec), ndim)
+
+
+@functools.lru_cache(maxsize=4096)
+def _aval_sharding(mesh, parts: tuple, ndim: int) -> NamedSharding | None:
+    if mesh.empty or AxisType.Explicit not in mesh.axis_types:
+        return None
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
+    out = []
+    for d in range(ndim):
+        p = parts[d] if d < len(parts) else None
+        if p is None or p is UNCONSTRAINED:
+            out.append(None)
+            continue
+        axes = tuple(a for a in ((p,) if isinstance(p, str) else p) if a in explicit)
+        out.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*out))
+
+
+def concrete_sharding(aval_sharding_: NamedSharding, mesh: Mesh | None = None) -> NamedSharding:
+    """The ``NamedSharding`` over a concrete mesh for an aval's sharding: over ``mesh``
+    (or the mesh in context) when its abstract mesh is the aval's."""
+    m = mesh if mesh is not None else current_mesh()
+    if m is None or m.abstract_mesh != aval_sharding_.mesh:
+        raise ValueError(
+            f"a value of sharding {aval_sharding_} needs its mesh: no mesh with abstract mesh "
+            f"{aval_sharding_.mesh} is in context; set one with minijax.set_mesh(mesh)")
+    return NamedSharding(m, aval_sharding_.spec)
+
+
+_aval.set_unsharded_factory(unsharded, aval_sharding)
+
+
+def _resolve_out_sharding(what: str, out_sharding: Any) -> NamedSharding:
+    if isinstance(out_sharding, PartitionSpec):
+        m = current_mesh()
+        if m is None:
+            raise ValueError(
+                f"{what}: using PartitionSpec ({out_sharding}) as out_sharding when you are "
+                "not under a mesh context is not allowed; pass a NamedSharding or set a mesh "
+                "with minijax.set_mesh(mesh)")
+        return NamedSharding(m, out_sharding)
+    if isinstance(out_sharding, NamedSharding):
+        if isinstance(out_sharding.mesh, AbstractMesh):
+            return concrete_sharding(out_sharding)
+        return out_sharding
+    raise TypeError(f"{what}: out_sharding must be a NamedSharding or a PartitionSpec, got "
+                    f"{out_sharding!r}")
+
+
+from minijax.core import sharding_rules as _srules  # noqa: E402
+
+_srules._resolver[0] = _resolve_out_sharding
 
 
 class NamedSharding(Sharding):

@@ -31,7 +31,8 @@ def abstractify(x, allow_shape_dtype: bool = False) -> ShapedArray:
                                            and not isinstance(x, (np.ndarray, np.generic))):
         shape = canonicalize_shape(x.shape, "shape of an abstract argument")
         check_nonnegative_shape(shape, f"{type(x).__name__} argument")
-        return ShapedArray(shape, dtypes.canonicalize(x.dtype), getattr(x, "weak_type", False))
+        return ShapedArray(shape, dtypes.canonicalize(x.dtype), getattr(x, "weak_type", False),
+                           getattr(x, "sharding", None))
     try:
         return get_aval(x)
     except TypeError:

@@ -12,7 +12,8 @@ from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.stages.common import abstractify, call_device, module_name, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
-from minijax.stages.sharded import Placement, interned_ids, sharding_attrs, to_buffers
+from minijax.stages.sharded import (Placement, explicit_placement, interned_ids,
+                                    sharding_attrs, to_buffers)
 from minijax.stages.compiler import compile_module
 from minijax.stages.jit import Wrapped
 from minijax.lowering.lower import lower_module
@@ -45,6 +46,7 @@ def _build(prim, avals, params, device=None):
         src = user_source(4)
         raise type(e)(f"{e}\n  (in {prim.name}, at {src})" if src else str(e)) from None
     out_list = list(out_avals) if prim.multiple_results else [out_avals]
+    device = explicit_placement(device, avals, out_list)
     outvars = [Var(a) for a in out_list]
     eqn = JaxprEqn(prim, invars, outvars, params)
     closed = ClosedJaxpr(Jaxpr([], invars, outvars, [eqn]), [])
@@ -100,11 +102,13 @@ def _apply(prim, args, params):
         key, exe = None, None
     if exe is None:
         exe = _build(prim, avals, params, device)
+        device = getattr(exe, "placement", device)
         if key is not None:
             _cache[key] = exe
             ids = interned_ids(avals, device)
             _fast[(prim, ids, *params.items())] = exe.runner(
                 None if prim.multiple_results else _LEAF)
+    device = getattr(exe, "placement", device)
     try:
         outs = exe.execute(to_buffers(args, device))
     except Exception:

@@ -50,7 +50,7 @@ from minijax.stages.entry import TraceEntry, used_inputs
 from minijax.stages.compiler import compile_module, log_step, normalize_options
 from minijax.stages.jit_primitive import jit_p
 from minijax.stages.sharded import (Placement, aot_device, interned_ids, mesh_placement,
-                                    placement_of, to_buffers)
+                                    placement_of, to_buffers, explicit_placement)
 from minijax.stages.stages import Traced
 from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
                                 tree_flatten_with_path)
@@ -490,6 +490,7 @@ class Wrapped(DispatchBase):
                 device = call_device(leaves)  # None: the default device; or a Placement
                 if not isinstance(device, Placement):  # a shard_map inside needs its mesh
                     device = mesh_placement(entry.closed, leaves, device)
+            device = explicit_placement(device, entry.in_avals, entry.out_avals)
             if self._device is not None:
                 device = _placed(self._name, self._device, device)
             # The executable cache, else what jit(f).trace(*args).lower().compile() does.
@@ -594,6 +595,7 @@ class Wrapped(DispatchBase):
                      else aot_device(leaves))
         if not isinstance(placement, Placement):
             placement = mesh_placement(entry.closed, leaves, placement)
+        placement = explicit_placement(placement, entry.in_avals, entry.out_avals)
         if self._device is not None and not isinstance(placement, Placement):
             placement = _placed(self._name, self._device, placement)
         # or one device other than the default (the arguments' or device=): compiled for it

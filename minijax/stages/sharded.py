@@ -248,3 +248,50 @@ def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
         return device
     rep = _sharding.NamedSharding(mesh, _sharding.PartitionSpec())
     return placement_of(args, [rep] * len(args))
+
+
+# ---- sharding in types: results laid out as their types say ---------------------------
+
+def explicit_placement(device: Any, in_avals: Sequence[Any], out_avals: Sequence[Any]) -> Any:
+    """``device`` (a device, a Placement or None), with every result whose aval carries
+    an explicit sharding (sharding in types) laid out so: the Placement's
+    ``out_shardings`` filled in over the concrete mesh (the arguments' or the one in
+    context); a Placement replicating the arguments over that mesh when no argument
+    is sharded."""
+    wanted = [getattr(a, "_sharding", None) for a in out_avals]
+    if all(s is None for s in wanted):
+        return device
+    placement = device if isinstance(device, Placement) else None
+    meshes = []
+    if placement is not None:
+        meshes = [s.mesh for s in (*placement.in_shardings, *(placement.out_shardings or ()))
+                  if isinstance(s, _sharding.NamedSharding)
+                  and isinstance(s.mesh, _sharding.Mesh)]
+    ctx_mesh = _sharding.current_mesh()
+    if ctx_mesh is not None:
+        meshes.append(ctx_mesh)
+    outs = list(placement.out_shardings) if placement is not None and \
+        placement.out_shardings is not None else [None] * len(out_avals)
+    devices = placement.devices if placement is not None else None
+    for i, s in enumerate(wanted):
+        if s is None or outs[i] is not None:
+            continue
+        mesh = next((m for m in meshes if m.abstract_mesh == s.mesh
+                     and (devices is None or m._flat_devices == devices)), None)
+        if mesh is None:
+            raise ValueError(
+                f"output {i} has the sharding {s} in its type, but no mesh with abstract mesh "
+                f"{s.mesh} is in context or among the arguments; set one with "
+                "minijax.set_mesh(mesh)")
+        outs[i] = _sharding.NamedSharding(mesh, s.spec)
+        devices = mesh._flat_devices
+    if placement is not None:
+        return placement.with_outputs(outs)
+    template = next(s for s in outs if s is not None)
+    if isinstance(device, _sharding.Sharding) or (device is not None and device
+                                                  not in template._device_assignment
+                                                  and device != default_device()):
+        raise ValueError(f"a computation on {device} with results sharded over "
+                         f"{template.mesh}")
+    rep = _sharding.replicated_like(template)
+    return Placement(template._device_assignment, [rep] * len(in_avals), outs)
