@@ -16,12 +16,16 @@ import enum
 
 import numpy as np
 
+from minijax.core.errors import ShardingTypeError
+from minijax.core.sharding_rules import (aval_out_sharding, def_sharding_rule, sharding_of,
+                                         spec_entries, with_entries)
+from minijax.lax.sharding import constrain
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.errors import IncompatibleShapesError
 from minijax.core.lru import MemoCache
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import check_out_sharding, static_ints, type_error
+from minijax.lax._util import static_ints, type_error
 from minijax.lax.convert import convert_element_type
 from minijax.lax.dot_algorithm import (algorithm_attr,
                                        algorithm_from_name, check_on_cpu, compute_types,
@@ -133,7 +137,7 @@ def _out_shape(lhs: ShapedArray, rhs: ShapedArray, dimension_numbers) -> tuple:
 
 @dot_general_p.def_abstract_eval
 def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision=None,
-                          preferred_element_type=None):
+                          preferred_element_type=None, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
     _check_dims("lhs", lc, lhs, "contracting", lhs, rhs)
     _check_dims("lhs", lb, lhs, "batch", lhs, rhs)
@@ -204,8 +208,13 @@ _dot_attrs_memo = MemoCache("minijax_memo_cache_size")
 
 @dot_general_p.def_lowering
 def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
-                       preferred_element_type=None):
+                       preferred_element_type=None, out_sharding=None):
     out = ctx.avals_out[0]
+    if out_sharding is not None:  # the product, then laid out as asked
+        res = _dot_general_lower(ctx, lhs, rhs, dimension_numbers=dimension_numbers,
+                                 precision=precision,
+                                 preferred_element_type=preferred_element_type)
+        return constrain(ctx, res, out_sharding)
     if (precision is None or type(precision) is tuple) and lhs.aval.dtype == rhs.aval.dtype:
         return ctx.op("stablehlo.dot_general", [lhs, rhs], out,
                       _dot_attrs(dimension_numbers, precision))
@@ -248,13 +257,19 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     -------
     An array with dimensions (batch..., lhs free..., rhs free...).
     """
-    check_out_sharding("dot_general", out_sharding)
     if preferred_element_type is not None:
         preferred_element_type = dtypes.canonicalize(preferred_element_type)
-    return dot_general_p.bind(lhs, rhs,
-                              dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
+    dimension_numbers = _canonical_dimension_numbers(dimension_numbers)
+    extra = {}
+    if out_sharding is not None:
+        (lc, rc), (lb, rb) = dimension_numbers
+        ndim = get_aval(lhs).ndim + get_aval(rhs).ndim - len(lc) - len(rc) - len(lb)
+        s = aval_out_sharding("dot_general", out_sharding, ndim)
+        if s is not None:
+            extra["out_sharding"] = s
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
                               precision=_canonical_precision(precision),
-                              preferred_element_type=preferred_element_type)
+                              preferred_element_type=preferred_element_type, **extra)
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
@@ -304,6 +319,12 @@ def _transpose_operand(ct, other, aval: ShapedArray, mine, theirs, ct_their_free
         if key is not None:
             _transpose_plans[key] = plan
     dims, perm = plan
+    params = {k: v for k, v in params.items() if k != "out_sharding"}
+    if aval._sharding is not None:  # sharding in types: the cotangent's is the operand's
+        entries = spec_entries(aval._sharding, aval.ndim)
+        order = list(range(aval.ndim)) if perm is None else \
+            sorted(range(aval.ndim), key=perm.__getitem__)
+        params["out_sharding"] = with_entries(aval._sharding, [entries[o] for o in order])
     out = dot_general_p.bind(ct, other, dimension_numbers=dims, **params)
     if perm is not None:
         out = transpose(out, perm)
@@ -370,7 +391,59 @@ def _dot_general_batch(trace, vals, dims, *, dimension_numbers, **params):
         lhs_free = _free_dims(get_aval(lhs).ndim, lc, lb)
         new = ((lc, _bump(rc, rbd)), (lb, _bump(rb, rbd)))
         out_bdim = len(lb) + len(lhs_free) + sum(d < rbd for d in rhs_free)
+    params = {k: v for k, v in params.items() if k != "out_sharding"}
     return dot_general_p.bind(lhs, rhs, dimension_numbers=new, **params), out_bdim
 
 
 dot_general_p.def_batch(_dot_general_batch)
+
+
+# ---- sharding in types (core/sharding_rules.py) ----------------------------------------
+
+def _check_specs_match(lhs_spec, rhs_spec, msg: str) -> None:
+    for a, b in zip(lhs_spec, rhs_spec):
+        if a is not None and b is not None and a != b:
+            raise ShardingTypeError(msg)
+
+
+def _dot_general_sharding(lhs, rhs, *, dimension_numbers, precision=None,
+                          preferred_element_type=None, out_sharding=None):
+    """jax's rule: batch dims keep their (common) entries, free dims theirs; contracting
+    dims split on both sides make the result ambiguous (ShardingTypeError) unless
+    ``out_sharding`` says it."""
+    ls, rs = sharding_of(lhs), sharding_of(rhs)
+    if ls is not None and rs is not None and not ls.mesh.empty and not rs.mesh.empty \
+            and ls.mesh != rs.mesh:
+        raise ShardingTypeError(f"Mesh of both lhs and rhs should match. Got lhs: {ls.mesh} "
+                                f"and rhs: {rs.mesh}")
+    if out_sharding is not None:
+        return out_sharding
+    base = ls if ls is not None else rs
+    le = spec_entries(ls, lhs.ndim) if ls is not None else [None] * lhs.ndim
+    re_ = spec_entries(rs, rhs.ndim) if rs is not None else [None] * rhs.ndim
+    (lc, rc), (lb, rb) = dimension_numbers
+    lcs, rcs = tuple(le[i] for i in lc), tuple(re_[i] for i in rc)
+    lbs, rbs = tuple(le[i] for i in lb), tuple(re_[i] for i in rb)
+    _check_specs_match(lbs, rbs, "dot_general requires lhs batch dimensions and rhs batch "
+                       f"dimensions to have the consistent sharding, got {lbs} and {rbs}.")
+    _check_specs_match(lcs, rcs, "dot_general requires contracting dimensions to have "
+                       f"consistent sharding, got {lcs} and {rcs}.")
+    for a, b in zip(lcs, rcs):
+        if a is not None and b is not None:
+            raise ShardingTypeError(
+                "Contracting dimensions are sharded and it is ambiguous how the output should "
+                "be sharded. Please specify the output sharding via the `out_sharding` "
+                f"parameter. Got lhs_contracting_spec={lcs} and rhs_contracting_spec={rcs}")
+    lfree = [le[i] for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rfree = [re_[i] for i in range(rhs.ndim) if i not in rc and i not in rb]
+    batch = [a if a is not None else b for a, b in zip(lbs, rbs)]
+    entries = batch + lfree + rfree
+    used = [a for e in entries if e is not None for a in ((e,) if isinstance(e, str) else e)]
+    if len(used) != len(set(used)):
+        raise ShardingTypeError(
+            f"dot_general: the result's spec {tuple(entries)} would use a mesh axis twice; "
+            "give its sharding with `out_sharding`")
+    return with_entries(base, entries)
+
+
+def_sharding_rule(dot_general_p, _dot_general_sharding)

@@ -46,6 +46,22 @@ def _sharding_constraint_lower(ctx, x, *, sharding):
     return ctx.op("stablehlo.custom_call", [x], aval, attrs)
 
 
+def constrain(ctx, value, sharding):
+    """In a lowering rule: ``value`` laid out as ``sharding`` (``sdy.sharding_constraint``
+    in a Shardy module, GSPMD's ``Sharding`` custom call otherwise); ``sharding`` may be
+    over an abstract mesh (an aval's sharding in types)."""
+    aval = value.aval
+    sdy = ctx.module.sdy
+    if sdy is not None:
+        return ctx.op("sdy.sharding_constraint", [value], aval,
+                      {"sharding": "#sdy.sharding" + sdy.sharding(sharding, len(aval.shape))})
+    if not hasattr(sharding.mesh, "_flat_devices"):
+        return value  # no devices to name: the partitioner chooses
+    attrs = {"call_target_name": '"Sharding"',
+             "mhlo.sharding": string_attr(sharding.hlo_text(len(aval.shape)))}
+    return ctx.op("stablehlo.custom_call", [value], aval, attrs)
+
+
 def with_sharding_constraint(x, shardings):
     """``x`` (a pytree), with each leaf laid out as ``shardings`` (one sharding for
     every leaf, or a pytree like ``x``) from here on; the values are unchanged."""

@@ -19,8 +19,15 @@ def place(out, device=None, out_sharding=None):
     """``out`` (an array or a pytree of them) on ``device`` (or ``out_sharding``) when
     one is given; tracers stay as they are (their placement is the computation's)."""
     target = device if device is not None else out_sharding
-    if no_sharding_constraint(target) or isinstance(out, Tracer):
+    if no_sharding_constraint(target):
         return out
+    if isinstance(out, Tracer):
+        if device is not None:
+            return out  # a traced value's placement is the computation's
+        # out_sharding under a trace: a sharding constraint (over explicit mesh axes it
+        # is the result's type, as jax's sharding in types)
+        from minijax.core.sharding_rules import resolve
+        return lax.with_sharding_constraint(out, resolve("out_sharding", out_sharding))
     from minijax.runtime.transfer import device_put_tree
     return device_put_tree(out, target)
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from minijax.core.sharding_rules import aval_out_sharding, spec_entries, with_entries
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.errors import IncompatibleShapesError
@@ -23,7 +24,6 @@ from minijax.numpy._promote import (
 )
 from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
 from minijax.stages.eager import fused  # one jitted program when called eagerly
-from minijax.lax._util import check_out_sharding
 
 
 def _result_dtype(preferred_element_type, *args) -> tuple[np.dtype, bool]:
@@ -39,10 +39,13 @@ def _as_array(x, dtype=None):
     return x
 
 
-def _dot_general(a, b, dims, precision, dtype: np.dtype, weak: bool):
+def _dot_general(a, b, dims, precision, dtype: np.dtype, weak: bool, out_sharding=None):
     """``dims`` (int tuples built here) and ``dtype`` (canonical) need no checking:
     without ``precision`` the primitive is bound directly, as lax.dot_general would."""
-    if precision is None:
+    if out_sharding is not None:
+        out = lax.dot_general(_as_array(a), _as_array(b), dims, precision=precision,
+                              preferred_element_type=dtype, out_sharding=out_sharding)
+    elif precision is None:
         out = lax.dot_general_p.bind(_as_array(a), _as_array(b), dimension_numbers=dims,
                                      precision=None, preferred_element_type=dtype)
     else:
@@ -68,7 +71,6 @@ def _conj(x):
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: scalar product, vector/matrix products, and for N-D arrays a sum
     over the last axis of ``a`` and the second-to-last of ``b``."""
-    check_out_sharding("dot", out_sharding)
     a = _check_arraylike("dot", a)
     b = _check_arraylike("dot", b)
     dtype, weak = _result_dtype(preferred_element_type, a, b)
@@ -79,14 +81,13 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         contract = ((a_ndim - 1,), (0,))
     else:
         contract = ((a_ndim - 1,), (b_ndim - 2,))
-    return _dot_general(a, b, (contract, ((), ())), precision, dtype, weak)
+    return _dot_general(a, b, (contract, ((), ())), precision, dtype, weak, out_sharding)
 
 
 @fused(max_args=2)
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``matmul`` (the ``@`` operator): batched matrix product; leading (batch)
     dimensions broadcast, 1-D operands act as a row/column vector."""
-    check_out_sharding("matmul", out_sharding)
     a = _check_arraylike("matmul", a)
     b = _check_arraylike("matmul", b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
@@ -113,14 +114,18 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         b = broadcast_to_shape(b, batch + b_shape[-2:])
         nb = len(batch)
         dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-        return _dot_general(a, b, dims, precision, dtype, weak)
+        return _dot_general(a, b, dims, precision, dtype, weak, out_sharding)
     rc = len(b_shape) - 2 if b_mat else 0
-    out = _dot_general(a, b, (((len(a_shape) - 1,), (rc,)), ((), ())), precision, dtype, weak)
-    if b_batch:
-        # Output is (M?, *b_batch, N); move M after the batch dims.
+    moved = bool(b_batch) and a_mat
+    out = _dot_general(a, b, (((len(a_shape) - 1,), (rc,)), ((), ())), precision, dtype, weak,
+                       None if moved else out_sharding)
+    if moved:
+        # Output is (M, *b_batch, N); move M after the batch dims.
         nb = len(b_batch)
-        if a_mat:
-            out = lax.transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
+        out = lax.transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
+        if out_sharding is not None:
+            from minijax.sharding import reshard
+            out = reshard(out, out_sharding)
     return out
 
 
@@ -138,7 +143,6 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Sum over the last ``axes`` axes of ``a`` and the first of ``b``, or over the given
     pair of axis lists ``(a_axes, b_axes)``."""
-    check_out_sharding("tensordot", out_sharding)
     a = _check_arraylike("tensordot", a)
     b = _check_arraylike("tensordot", b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
@@ -164,7 +168,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     else:
         raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair "
                         "of lists/tuples of ints.")
-    return _dot_general(a, b, (contract, ((), ())), precision, dtype, weak)
+    return _dot_general(a, b, (contract, ((), ())), precision, dtype, weak, out_sharding)
 
 
 @fused(max_args=2)
@@ -289,7 +293,6 @@ def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
            preferred_element_type=None, out_sharding=None):
     """Einstein summation: ``einsum('ij,jk->ik', a, b)``; supports ``...`` and the implicit
     output form. ``optimize`` is ignored (operands are contracted left to right)."""
-    check_out_sharding("einsum", out_sharding)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):
@@ -325,6 +328,7 @@ def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
         return s
 
     # Sum out labels only one operand has, then contract left to right.
+    dot_sharding = None
     x, labels = ops[0]
     x, labels = _sum_labels(x, labels, set(labels) - needed_later(1))
     for k in range(1, len(ops)):
@@ -338,9 +342,22 @@ def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
                  tuple(ylabels.index(lab) for lab in contract)),
                 (tuple(labels.index(lab) for lab in batch),
                  tuple(ylabels.index(lab) for lab in batch)))
-        x = lax.dot_general(x, y, dims, precision=precision)
-        labels = (batch + [lab for lab in labels if lab not in shared]
-                  + [lab for lab in ylabels if lab not in shared])
+        new_labels = (batch + [lab for lab in labels if lab not in shared]
+                      + [lab for lab in ylabels if lab not in shared])
+        dot_sharding = None
+        if out_sharding is not None and k == len(ops) - 1 and \
+                sorted(new_labels) == sorted(out_labels):
+            # The last product gives the result: laid out as asked (in its label order).
+            s = aval_out_sharding("einsum", out_sharding, len(out_labels))
+            if s is not None:
+                entries = spec_entries(s, len(out_labels))
+                dot_sharding = with_entries(s, [entries[out_labels.index(lab)]
+                                                for lab in new_labels])
+        x = lax.dot_general(x, y, dims, precision=precision, out_sharding=dot_sharding)
+        labels = new_labels
     x, labels = _sum_labels(x, labels, set(labels) - set(out_labels))
     x = lax.transpose(x, [labels.index(lab) for lab in out_labels])
+    if out_sharding is not None and dot_sharding is None:
+        from minijax.sharding import reshard
+        x = reshard(x, out_sharding)
     return lax.convert_element_type(x, dtype, weak)

@@ -619,9 +619,7 @@ def _resolve_out_sharding(what: str, out_sharding: Any) -> NamedSharding:
                 "with minijax.set_mesh(mesh)")
         return NamedSharding(m, out_sharding)
     if isinstance(out_sharding, NamedSharding):
-        if isinstance(out_sharding.mesh, AbstractMesh):
-            return concrete_sharding(out_sharding)
-        return out_sharding
+        return out_sharding  # over an abstract mesh: a type's sharding
     raise TypeError(f"{what}: out_sharding must be a NamedSharding or a PartitionSpec, got "
                     f"{out_sharding!r}")
 

@@ -41,9 +41,12 @@ def test_update_keeps_or_rejects_sharding():
     a = minijax.ShapedArray((4,), np.float32)
     assert a.update(shape=(2,), sharding=a.sharding) == minijax.ShapedArray((2,), np.float32)
     assert tuple(a.update(shape=(2, 2)).sharding.spec) == (None, None)
-    mesh = minijax.make_mesh((1,), ("x",))
-    with pytest.raises(NotImplementedError):
-        a.update(sharding=NamedSharding(mesh, PartitionSpec("x")))
+    mesh = minijax.make_mesh((1,), ("x",))  # explicit axes: the sharding is in the type
+    b = a.update(sharding=NamedSharding(mesh, PartitionSpec("x")))
+    assert tuple(b.sharding.spec) == ("x",) and b.sharding.mesh == mesh.abstract_mesh
+    assert b.str_short() == "f32[4@x]" and b != a
+    assert a.update(sharding=NamedSharding(minijax.sharding.Mesh(mesh.devices, ("x",)),
+                                           PartitionSpec("x"))) == a  # Auto: not in types
 
 
 def test_out_sharding_of_typeof_is_no_constraint():
