@@ -33,7 +33,10 @@ def _has_c():
 
 def _mesh(shape=(4, 2), names=("x", "y")):
     import minijax
-    return minijax.make_mesh(shape, names)
+    # Auto axes, as _jax_mesh's Mesh(...) has (make_mesh gives Explicit ones, as jax's;
+    # tests/sharding/test_explicit.py covers those)
+    return minijax.make_mesh(shape, names,
+                             axis_types=(minijax.sharding.AxisType.Auto,) * len(names))
 
 
 def _jax_mesh(shape=(4, 2), names=("x", "y")):
