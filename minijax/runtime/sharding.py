@@ -460,9 +460,9 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
 class AbstractMesh:
     """A mesh's axis names, sizes and types without its devices.
 
-    minijax has no sharding in types, so the one abstract mesh that its values carry is
-    the empty one: ``minijax.typeof(x).sharding`` is ``NamedSharding(AbstractMesh((), ()),
-    P(None, ...))``, as in jax for a value outside any mesh.
+    A value laid out over a mesh with explicit axes carries the mesh's abstract mesh in
+    its type (``minijax.typeof(x).sharding``); a value outside any such mesh carries the
+    empty one, ``NamedSharding(AbstractMesh((), ()), P(None, ...))``, as in jax.
 
     >>> AbstractMesh((), ()).empty
     True
