@@ -26,6 +26,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.ref import ClosedOverRef, _RefEscape
+from minijax.core.sharding_rules import propagate
 from minijax.core.lru import MemoCache
 from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
@@ -325,11 +326,9 @@ def _with_sharding_rule(prim: Primitive, fn: Callable) -> Callable:
         out = fn(*avals, **params)
         if params.get("out_sharding") is not None or (
                 params.get("sharding") is not None and "sharding" in prim.rules):
-            from minijax.core.sharding_rules import propagate
             return propagate(prim, avals, params, out)
         for a in avals:
             if getattr(a, "_sharding", None) is not None:
-                from minijax.core.sharding_rules import propagate
                 return propagate(prim, avals, params, out)
         return out
     abstract_eval.__wrapped__ = fn
