@@ -28,6 +28,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.errors import ConcretizationTypeError
+from minijax.core.shape_poly import DimExpr, max_dim, min_dim
 from minijax.core.trace import Tracer, get_aval
 from minijax.lax.shape import canonicalize_axis
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -196,7 +197,24 @@ def _static_slice_or_none(s: slice) -> slice | None:
 def _slice_indices(s: slice, size: int) -> tuple[int, int, int]:
     if s.step == 0:
         raise ValueError("slice step cannot be zero")
+    if type(size) is DimExpr:
+        return _symbolic_slice_indices(s, size)
     return s.indices(size)
+
+
+def _symbolic_slice_indices(s: slice, size) -> tuple:
+    """``slice.indices`` for a symbolic dimension size (positive steps)."""
+    step = 1 if s.step is None else s.step
+    if step < 0:
+        raise NotImplementedError("slicing a symbolic dimension with a negative step")
+
+    def clip(v, default):
+        if v is None:
+            return default
+        if type(v) is not DimExpr and v < 0:
+            return max_dim(size + v, 0)
+        return min_dim(v, size)
+    return clip(s.start, 0), clip(s.stop, size), step
 
 
 # ---- x[idx] --------------------------------------------------------------------------------
@@ -268,7 +286,7 @@ def _try_static_slice(arr, parsed: list[_Idx]):
                 rev_axes.append(axis)
             else:
                 starts.append(start)
-                limits.append(max(start, stop))
+                limits.append(max_dim(start, stop))
                 strides.append(step)
     out = arr
     trivial = (all(s == 1 for s in strides) and starts == [0] * len(shape)

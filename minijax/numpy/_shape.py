@@ -16,6 +16,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.errors import ConcretizationTypeError
+from minijax.core.shape_poly import DimExpr, max_dim as core_max_dim
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
@@ -652,6 +653,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
 
 
 def _arange(start, stop, step, dtype):
+    if any(type(v) is DimExpr for v in (start, stop, step)):
+        return _arange_symbolic(start, stop, step, dtype)
     start_name = "stop" if stop is None and step is None else "start"
     start = _concrete_scalar(start, start_name)
     stop = _concrete_scalar(stop, "stop")
@@ -681,6 +684,29 @@ def _arange(start, stop, step, dtype):
         return lax.iota(dtype, max(0, int(np.ceil(stop_v))))
     size = max(0, int(np.ceil(stop_v - start_v)))
     return lax.add(np.asarray(start_v, dtype), lax.iota(dtype, size))
+
+
+def _arange_symbolic(start, stop, step, dtype):
+    """``arange`` whose bounds involve symbolic dimensions (integers only, as jax)."""
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    for v in (start, stop, step):
+        if type(v) is not DimExpr and not isinstance(v, (int, np.integer)):
+            raise TypeError("arange with symbolic dimensions takes integer start, stop and "
+                            f"step, got {v!r}")
+    dtype = dtypes.canonicalize(dtypes.int64) if dtype is None else \
+        dtypes.check_user_dtype(dtype, "arange")
+    if type(step) is DimExpr or step <= 0:
+        raise NotImplementedError("arange with symbolic dimensions needs a positive "
+                                  "constant step")
+    size = core_max_dim(0, (stop - start + step - 1) // step)
+    out = lax.iota(dtype, size)
+    if step != 1:
+        out = lax.mul(out, lax.full((), step, dtype))
+    if not (type(start) is not DimExpr and start == 0):
+        out = lax.add(out, lax.convert_element_type(lax.dim_as_value(start), dtype))
+    return out
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
