@@ -24,6 +24,8 @@ import tokenize
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from minijax.core import errors as _errors
+
 __all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "is_symbolic_dim",
            "is_constant_dim", "symbolic_shape", "max_dim", "min_dim", "evaluate",
            "dim_vars_of"]
@@ -32,7 +34,7 @@ _FLOORDIV, _MOD, _MAX, _MIN = "floordiv", "mod", "max", "min"
 _INF = math.inf
 
 
-class InconclusiveDimensionOperation(Exception):
+class InconclusiveDimensionOperation(_errors.InconclusiveDimensionOperation):
     """Raised when we cannot conclusively compute with symbolic dimensions."""
 
     _help_msg = """
