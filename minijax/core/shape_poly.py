@@ -945,7 +945,7 @@ def solve_dim_vars(sym_shapes, shapes) -> dict:
             else:
                 rest.append((i, j, s, d))
         pending = rest
-    for i, j, s, d in pending:
+    for i, j, s, _d in pending:
         if any(v not in env for v in s._get_vars()):
             raise ValueError(f"Cannot solve for values of dimension variables "
                              f"{sorted(v for v in s._get_vars() if v not in env)} "

@@ -429,7 +429,8 @@ def shape_tensor(fn: FunctionBuilder, shape) -> Value:
         return fn.op("stablehlo.constant", [], ShapedArray((len(shape),), "int32"),
                      {"value": f"dense<[{dims}]> : tensor<{len(shape)}xi32>"})
     parts = [fn.op("stablehlo.reshape", [dim_value(fn, d)], one) if type(d) is DimExpr
-             else fn.op("stablehlo.constant", [], one, {"value": f"dense<{int(d)}> : tensor<1xi32>"})
+             else fn.op("stablehlo.constant", [], one,
+                        {"value": f"dense<{int(d)}> : tensor<1xi32>"})
              for d in shape]
     if len(parts) == 1:
         return parts[0]
