@@ -68,7 +68,8 @@ def _slice_abstract(x, *, limit_indices, start_indices, strides):
     if len(strides) != x.ndim or any(s <= 0 for s in strides):
         raise type_error("slice", f"slice strides must be positive, one per dimension, got "
                          f"{strides} for operand shape {x.shape}.", x)
-    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices, strides))
+    shape = tuple((lim - s + st - 1) // st if type(lim - s) is DimExpr else -(-(lim - s) // st)
+                  for s, lim, st in zip(start_indices, limit_indices, strides))
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 

@@ -277,3 +277,40 @@ def test_vmap_of_exported_call():
     xs = np.arange(2 * 5 * 3, dtype=np.float32).reshape(2, 5, 3)
     got = np.asarray(minijax.vmap(m.call)(xs))
     np.testing.assert_array_equal(got, np.stack([np.asarray(m.call(x)) for x in xs]))
+
+
+_OPS = {
+    "mean": lambda jnp, x: jnp.mean(x, axis=0),
+    "var_all": lambda jnp, x: jnp.var(x),
+    "softmax": lambda jnp, x: jnp.exp(x) / jnp.sum(jnp.exp(x), axis=1, keepdims=True),
+    "argmax0": lambda jnp, x: jnp.argmax(x, axis=0),
+    "cumsum1": lambda jnp, x: jnp.cumsum(x, axis=1),
+    "where": lambda jnp, x: jnp.where(x > 0, x, 0.0),
+    "transpose_stack": lambda jnp, x: jnp.stack([x.T, x.T], axis=1),
+    "ones_like_full": lambda jnp, x: jnp.ones_like(x) + jnp.full((x.shape[0], 1), 2.0),
+    "shape_arith": lambda jnp, x: x.reshape((jnp.shape(x)[0] * 3,)) / x.shape[0],
+    "index": lambda jnp, x: x[0] + x[-1],
+    "slice_step": lambda jnp, x: x[::2],
+    "einsum": lambda jnp, x: jnp.einsum("ij,ik->jk", x, x),
+    "pad": lambda jnp, x: jnp.pad(x, ((1, 1), (0, 0))),
+    "sort_flip": lambda jnp, x: jnp.flip(jnp.sort(x, axis=0), axis=0),
+    "tile": lambda jnp, x: jnp.tile(x, (2, 1)),
+    "dim_as_int_array": lambda jnp, x: jnp.array(x.shape[0]) + 1,
+    "arange_from_1": lambda jnp, x: jnp.arange(1, x.shape[0] + 1) * 1.0,
+    "dot_bb": lambda jnp, x: x @ x.T,
+    "unused_arg": lambda jnp, x: jnp.zeros((x.shape[0],)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_ops_match_jax(name):
+    f = _OPS[name]
+    je = jexport.export(jax.jit(lambda x: f(jjnp, x)))(
+        jax.ShapeDtypeStruct(jexport.symbolic_shape("b, 3"), np.float32))
+    me = mexport.export(minijax.jit(lambda x: f(mjnp, x)))(
+        minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32))
+    assert [a.str_short() for a in me.out_avals] == \
+        [a.str_short(short_dtypes=True) for a in je.out_avals]
+    for n in (1, 4):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        _same([me.call(x)], [je.call(x)])
