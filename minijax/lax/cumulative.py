@@ -65,6 +65,9 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
     def lowering(ctx, x, *, axis, reverse):
         out = ctx.avals_out[0]
         n = out.shape[axis]
+        if not isinstance(n, int):  # jax emits stablehlo.dynamic_reduce_window here
+            raise NotImplementedError(f"{name} along a symbolic dimension ({n}) is not "
+                                      "implemented in minijax (shape polymorphism)")
         if n <= 1:
             return x
         rank = out.ndim

@@ -314,3 +314,48 @@ def test_ops_match_jax(name):
     for n in (1, 4):
         x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
         _same([me.call(x)], [je.call(x)])
+
+
+def _control_flow(lib, jnp):
+    inner = lib.jit(lambda x: jnp.sin(x) + jnp.arange(x.shape[0])[:, None])
+    return {
+        "nested_jit": lambda x: inner(x) * 2,
+        "cond": lambda x: lib.lax.cond(jnp.sum(x) > 0, lambda x: x + jnp.zeros(x.shape),
+                                       lambda x: -x, x),
+        "scan": lambda x: lib.lax.scan(lambda c, r: (c + r, c * jnp.ones_like(r)),
+                                       jnp.zeros(3), x)[1],
+        "scan_reverse": lambda x: lib.lax.scan(lambda c, r: (c * r + 1.0, c), jnp.ones(3), x,
+                                               reverse=True)[1],
+        "fori": lambda x: lib.lax.fori_loop(0, 3, lambda i, c: c + jnp.ones((x.shape[0], 3)),
+                                            x),
+        "vmap_inside": lambda x: lib.vmap(lambda r: r * jnp.arange(3.0))(x),
+        "grad_inside": lambda x: lib.grad(lambda x: jnp.sum(jnp.sin(x) * x.shape[0]))(x),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_control_flow(jax, jjnp)))
+def test_transforms_and_control_flow_match_jax(name):
+    je = jexport.export(jax.jit(_control_flow(jax, jjnp)[name]))(
+        jax.ShapeDtypeStruct(jexport.symbolic_shape("b, 3"), np.float32))
+    me = mexport.export(minijax.jit(_control_flow(minijax, mjnp)[name]))(
+        minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32))
+    m_on_j = jexport.deserialize(me.serialize())
+    for n in (1, 4):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        ref = [je.call(x)]
+        _same([me.call(x)], ref)
+        _same([m_on_j.call(x)], ref)
+
+
+def test_multi_platform_poly_export():
+    me = mexport.export(minijax.jit(lambda x: x * 2), platforms=("cpu", "cuda"))(
+        minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(me.call(x)), x * 2)
+    np.testing.assert_array_equal(np.asarray(jexport.deserialize(me.serialize()).call(x)), x * 2)
+
+
+def test_unsupported_is_a_clear_error():
+    spec = minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32)
+    with pytest.raises(NotImplementedError, match="symbolic dimension"):
+        mexport.export(minijax.jit(lambda x: mjnp.cumsum(x, axis=0)))(spec)
