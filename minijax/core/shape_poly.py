@@ -208,8 +208,11 @@ class DimExpr:
             self._hash = hash((self._terms, id(self._scope)))
         return self._hash
 
-    def __reduce__(self):
-        raise TypeError("symbolic dimensions cannot be pickled")
+    def __copy__(self):
+        return self  # immutable, and its scope is shared by identity
+
+    def __deepcopy__(self, memo):
+        return self
 
     # -- arithmetic
     def _lin(self, other, k_self: int, k_other: int) -> DimSize:
