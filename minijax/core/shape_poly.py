@@ -923,9 +923,9 @@ def dim_vars_of(shapes) -> list[str]:
 
 
 def solve_dim_vars(sym_shapes, shapes) -> dict:
-    """The variables' values where the symbolic shapes ``sym_shapes`` take the concrete
-    ``shapes`` (each variable from a dimension ``k*v + c`` that holds it alone); raises
-    ValueError where the dimensions do not match."""
+    """The variables' values where the symbolic shapes ``sym_shapes`` take the ``shapes``
+    (of ints, or of other symbolic dimensions), each variable from a dimension ``k*v + c``
+    that holds it alone; raises ValueError where the dimensions do not match."""
     env: dict = {}
     pending = []
     for i, (ss, sh) in enumerate(zip(sym_shapes, shapes)):
@@ -941,9 +941,10 @@ def solve_dim_vars(sym_shapes, shapes) -> dict:
             if len(unknown) == 1 and _linear_in(s, unknown[0]):
                 v = unknown[0]
                 k, c = _lin_coeffs(s, v, env)
-                if (d - c) % k or (d - c) // k < 1:
+                q, r = divmod(d - c, k)
+                if type(r) is DimExpr or r != 0 or (type(q) is not DimExpr and q < 1):
                     raise ValueError(_solve_err(s, d, i, j))
-                env[v] = (d - c) // k
+                env[v] = q
                 progress = True
             else:
                 rest.append((i, j, s, d))

@@ -440,10 +440,6 @@ def _poly_abstract_eval(avals, exported: Exported) -> list:
     if all(want.shape == got.shape for want, got in zip(exported.in_avals, avals)):
         # called with the same symbolic shapes (under another polymorphic trace)
         return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in exported.out_avals]
-    if any(type(d) is DimExpr for a in avals for d in a.shape):
-        raise NotImplementedError(
-            f"calling the shape-polymorphic {exported.fun_name} with symbolic shapes "
-            f"{[a.str_short() for a in avals]} other than those it was exported with")
     for i, (want, got) in enumerate(zip(exported.in_avals, avals)):
         for d, (w, g) in enumerate(zip(want.shape, got.shape)):
             if type(w) is not DimExpr and w != g:

@@ -359,3 +359,23 @@ def test_unsupported_is_a_clear_error():
     spec = minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32)
     with pytest.raises(NotImplementedError, match="symbolic dimension"):
         mexport.export(minijax.jit(lambda x: mjnp.cumsum(x, axis=0)))(spec)
+
+
+def test_call_inside_another_polymorphic_export():
+    def f(jnp):
+        return lambda x: (jnp.sin(x) * x.shape[0], jnp.arange(x.shape[0]))
+
+    outs = {}
+    for lib, jnp, ex in ((minijax, mjnp, mexport), (jax, jjnp, jexport)):
+        e = ex.export(lib.jit(f(jnp)))(lib.ShapeDtypeStruct(ex.symbolic_shape("b, 3"),
+                                                            np.float32))
+        outer = ex.export(lib.jit(lambda y, e=e, jnp=jnp: e.call(jnp.concatenate([y, y]))))(
+            lib.ShapeDtypeStruct(ex.symbolic_shape("c, 3"), np.float32))
+        assert [str(a.shape) for a in outer.out_avals] == ["(2*c, 3)", "(2*c,)"]
+        outs[lib.__name__] = outer
+    m_on_j = jexport.deserialize(outs["minijax"].serialize())
+    for n in (1, 3):
+        x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        ref = outs["jax"].call(x)
+        _same(outs["minijax"].call(x), ref)
+        _same(m_on_j.call(x), ref)
