@@ -299,6 +299,15 @@ _OPS = {
     "arange_from_1": lambda jnp, x: jnp.arange(1, x.shape[0] + 1) * 1.0,
     "dot_bb": lambda jnp, x: x @ x.T,
     "unused_arg": lambda jnp, x: jnp.zeros((x.shape[0],)),
+    "take_rows": lambda jnp, x: jnp.take(x, jnp.array([0, 0, 5]), axis=0),
+    "take_cols": lambda jnp, x: jnp.take(x, jnp.array([2, 0]), axis=1),
+    "fancy_index": lambda jnp, x: x[jnp.array([0, -1]), 1],
+    "gather_by_argmax": lambda jnp, x: jnp.take_along_axis(
+        x, jnp.argmax(x, axis=1)[:, None], axis=1),
+    "scatter_col": lambda jnp, x: x.at[:, 1].add(1.0),
+    "scatter_row": lambda jnp, x: x.at[0].set(7.0),
+    "dynamic_slice": lambda jnp, x: jax.lax.dynamic_slice(x, (0, 1), (1, 2))
+    if jnp is jjnp else minijax.lax.dynamic_slice(x, (0, 1), (1, 2)),
 }
 
 
