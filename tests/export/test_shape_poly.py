@@ -366,8 +366,28 @@ def test_multi_platform_poly_export():
 
 def test_unsupported_is_a_clear_error():
     spec = minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32)
-    with pytest.raises(NotImplementedError, match="symbolic dimension"):
-        mexport.export(minijax.jit(lambda x: mjnp.cumsum(x, axis=0)))(spec)
+    with pytest.raises(TypeError, match="eye N must be an integer, got b"):
+        mexport.export(minijax.jit(lambda x: mjnp.eye(x.shape[0]) @ x))(spec)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod_reverse", "cummax", "cumlogsumexp"])
+def test_cumulative_along_symbolic_axis_matches_jax(name):
+    def f(lib):
+        return {"cumsum": lambda x: lib.lax.cumsum(x, axis=0) + lib.lax.cumsum(2 * x, axis=0),
+                "cumprod_reverse": lambda x: lib.lax.cumprod(x, axis=0, reverse=True),
+                "cummax": lambda x: lib.lax.cummax(x, axis=0),
+                "cumlogsumexp": lambda x: lib.lax.cumlogsumexp(x, axis=0)}[name]
+    me = mexport.export(minijax.jit(f(minijax)))(
+        minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32))
+    assert "stablehlo.dynamic_reduce_window" in me.mlir_module()
+    je = jexport.export(jax.jit(f(jax)))(
+        jax.ShapeDtypeStruct(jexport.symbolic_shape("b, 3"), np.float32))
+    m_on_j = jexport.deserialize(me.serialize())
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        ref = [je.call(x)]
+        _same([me.call(x)], ref)
+        _same([m_on_j.call(x)], ref)
 
 
 def test_call_inside_another_polymorphic_export():
