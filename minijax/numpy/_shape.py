@@ -16,7 +16,8 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.errors import ConcretizationTypeError
-from minijax.core.shape_poly import DimExpr, max_dim as core_max_dim
+from minijax.core.shape_poly import DimExpr, InconclusiveDimensionOperation
+from minijax.core.shape_poly import max_dim as core_max_dim
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
@@ -82,7 +83,12 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
                         f"{newshape}: negative dimensions are not allowed (except -1)")
     if -1 in newshape:
         known = math.prod(d for d in newshape if d != -1)
-        if known == 0 or size % known:
+        rem = 0 if known == 0 else size % known
+        if type(rem) is DimExpr:
+            raise InconclusiveDimensionOperation(
+                f"Cannot divide evenly the sizes of shapes {tuple(shape)} and {newshape}. "
+                f"The remainder {rem} should be 0.")
+        if known == 0 or rem:
             raise TypeError(f"cannot reshape array of shape {shape} (size {size}) into shape "
                             f"{newshape} because the product of specified axis sizes ({known}) "
                             f"does not evenly divide {size}")
@@ -775,8 +781,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
 
 def _eye(N, M, k, dtype):
     dt = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_float()
-    n = _static_int(N, "eye N")
-    m = n if M is None else _static_int(M, "eye M")
+    n = N if type(N) is DimExpr else _static_int(N, "eye N")
+    m = n if M is None else M if type(M) is DimExpr else _static_int(M, "eye M")
     if n < 0 or m < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
     i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)

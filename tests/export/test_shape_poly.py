@@ -299,6 +299,7 @@ _OPS = {
     "arange_from_1": lambda jnp, x: jnp.arange(1, x.shape[0] + 1) * 1.0,
     "dot_bb": lambda jnp, x: x @ x.T,
     "unused_arg": lambda jnp, x: jnp.zeros((x.shape[0],)),
+    "eye": lambda jnp, x: jnp.eye(x.shape[0]) @ x + jnp.eye(x.shape[0], 3, k=1),
     "take_rows": lambda jnp, x: jnp.take(x, jnp.array([0, 0, 5]), axis=0),
     "take_cols": lambda jnp, x: jnp.take(x, jnp.array([2, 0]), axis=1),
     "fancy_index": lambda jnp, x: x[jnp.array([0, -1]), 1],
@@ -366,8 +367,10 @@ def test_multi_platform_poly_export():
 
 def test_unsupported_is_a_clear_error():
     spec = minijax.ShapeDtypeStruct(mexport.symbolic_shape("b, 3"), np.float32)
-    with pytest.raises(TypeError, match="eye N must be an integer, got b"):
-        mexport.export(minijax.jit(lambda x: mjnp.eye(x.shape[0]) @ x))(spec)
+    with pytest.raises(TypeError, match="eye N must be an integer, got 2.5"):
+        mexport.export(minijax.jit(lambda x: mjnp.eye(2.5) @ x))(spec)
+    with pytest.raises(InconclusiveDimensionOperation, match="Cannot divide evenly"):
+        mexport.export(minijax.jit(lambda x: x[:, 0].reshape(2, -1)))(spec)
 
 
 @pytest.mark.parametrize("name", ["cumsum", "cumprod_reverse", "cummax", "cumlogsumexp"])
