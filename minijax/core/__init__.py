@@ -12,7 +12,9 @@ from typing import Any
 from minijax.core import dtypes as _dtypes
 from minijax.core.aval import AbstractValue, ShapedArray
 from minijax.core.effects import NO_EFFECTS as no_effects, Effect  # noqa: F401
+from minijax.core import shape_poly as _shape_poly
 from minijax.core.errors import ConcretizationTypeError
+from minijax.core.shape_poly import InconclusiveDimensionOperation, max_dim, min_dim  # noqa: F401
 from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var,
                                  jaxprs_in_params)
 from minijax.core.trace import (EVAL_TRACE, Primitive, Trace, Tracer, current_ctx,  # noqa: F401
@@ -46,12 +48,23 @@ def eval_context():
     return use_trace(EVAL_TRACE)
 
 
-def max_dim(d1, d2):
-    return max(d1, d2)
+def dimension_as_value(d):
+    """A dimension size (an int or a symbolic dimension) as a value to compute with."""
+    if isinstance(d, _shape_poly.DimExpr):
+        return d.dimension_as_value()
+    return d
 
 
-def min_dim(d1, d2):
-    return min(d1, d2)
+def is_symbolic_dim(d) -> bool:
+    return isinstance(d, _shape_poly.DimExpr)
+
+
+def is_constant_dim(d) -> bool:
+    return _shape_poly.is_constant_dim(d)
+
+
+def is_constant_shape(s) -> bool:
+    return all(_shape_poly.is_constant_dim(d) for d in s)
 
 
 def concrete_or_error(force: Callable | None, val, context: str = ""):

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from minijax.core import dtypes
+from minijax.core.shape_poly import DimExpr
 
 
 def canonicalize_dim(d, context: str = "") -> int:
@@ -19,6 +20,8 @@ def canonicalize_dim(d, context: str = "") -> int:
     here: each caller knows what a negative size means (``reshape``'s -1) and
     rejects it where it is an error.
     """
+    if type(d) is DimExpr:
+        return d
     try:
         return operator.index(d)
     except TypeError:
@@ -37,11 +40,11 @@ def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
     Traceback (most recent call last):
     TypeError: Shapes must be 1D sequences of concrete values of integer type, got (2.5,).
     """
-    if isinstance(shape, (int, np.integer)) or getattr(shape, "ndim", None) == 0:
+    if isinstance(shape, (int, np.integer, DimExpr)) or getattr(shape, "ndim", None) == 0:
         shape = (shape,)  # one size (a 0-d array or traced value too)
     if not isinstance(shape, (str, bytes)):  # iterable, but not a shape ("" would be ())
         try:
-            return tuple(operator.index(d) for d in shape)
+            return tuple(d if type(d) is DimExpr else operator.index(d) for d in shape)
         except TypeError:
             pass
     raise _invalid_shape_error(shape, context)
@@ -58,7 +61,7 @@ def check_nonnegative_shape(shape: tuple[int, ...], context: str) -> tuple[int, 
     TypeError: argument: shape must have every element be nonnegative, got (2, -3).
     """
     for d in shape:
-        if d < 0:
+        if type(d) is not DimExpr and d < 0:
             raise TypeError(f"{context}: shape must have every element be nonnegative, "
                             f"got {shape}.")
     return shape

@@ -25,6 +25,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, ShapeDtypeStruct
+from minijax.core.shape_poly import DimExpr, dim_vars_of, evaluate, solve_dim_vars
 from minijax.core.trace import Primitive, eval_jaxpr, get_aval
 from minijax.lowering.lower import ModuleText
 from minijax.lowering.types import type_of
@@ -220,11 +221,11 @@ def _check_custom_calls(text: str, disabled: Sequence[DisabledSafetyCheck]) -> N
 _MAIN_RE = re.compile(r"func\.func public @main\(")
 
 
-def _to_calling_convention(text: str, multi_platform: bool) -> str:
+def _to_calling_convention(text: str, multi_platform: bool, poly: bool = False) -> str:
     """minijax's module text in jax's convention: the module attribute
     ``jax.uses_shape_polymorphism`` and, for several platforms, the platform index as
     ``@main``'s first argument."""
-    flag = "true" if multi_platform else "false"
+    flag = "true" if multi_platform or poly else "false"
     head, sep, rest = text.partition(" attributes {")
     if sep and "\n" not in head:
         text = f"{head} attributes {{jax.uses_shape_polymorphism = {flag}, {rest}"
@@ -288,9 +289,10 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
             f"{nr_devices} devices")
     _check_custom_calls(text, disabled)
     multi = len(platforms) > 1
-    module_text = _to_calling_convention(text, multi)
-    blob = portable.serialize(module_text)
     in_avals = tuple(entry.in_avals)
+    poly = bool(dim_vars_of(a.shape for a in in_avals))
+    module_text = _to_calling_convention(text, multi, poly)
+    blob = portable.serialize(module_text)
     out_avals = tuple(entry.out_avals)
     kept = tuple(range(len(in_avals))) if entry.kept is None else tuple(sorted(entry.kept))
     closed = entry.closed
@@ -308,7 +310,7 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
         nr_devices=nr_devices, platforms=platforms, ordered_effects=(),
         unordered_effects=unordered, disabled_safety_checks=disabled,
         mlir_module_serialized=blob, calling_convention_version=CALLING_CONVENTION_VERSION,
-        module_kept_var_idx=kept, uses_global_constants=multi, _get_vjp=get_vjp)
+        module_kept_var_idx=kept, uses_global_constants=multi or poly, _get_vjp=get_vjp)
 
 
 def _effects_of(closed) -> frozenset:
@@ -407,6 +409,9 @@ def _abstract_eval(*avals, exported: Exported):
     if len(avals) != len(exported.in_avals):
         raise ValueError(f"{exported.fun_name} takes {len(exported.in_avals)} arguments, "
                          f"got {len(avals)}")
+    poly = any(type(d) is DimExpr for a in exported.in_avals for d in a.shape)
+    if poly:
+        return _poly_abstract_eval(avals, exported)
     for i, (want, got) in enumerate(zip(exported.in_avals, avals)):
         if len(want.shape) != len(got.shape):
             raise ValueError(f"Rank mismatch for {_arg_descr(exported, i)}: expected "
@@ -420,6 +425,48 @@ def _abstract_eval(*avals, exported: Exported):
                                  f"same constant): expected {want.shape} and called with "
                                  f"{got.shape}")
     return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in exported.out_avals]
+
+
+def _poly_abstract_eval(avals, exported: Exported) -> list:
+    """The result types of a call of a shape-polymorphic Exported: the dimension
+    variables solved from the arguments' shapes, then put into the result shapes."""
+    for i, (want, got) in enumerate(zip(exported.in_avals, avals)):
+        if len(want.shape) != len(got.shape):
+            raise ValueError(f"Rank mismatch for {_arg_descr(exported, i)}: expected "
+                             f"{want.shape} and called with {got.shape}")
+        if want.dtype != got.dtype:
+            raise ValueError(f"Dtype mismatch for {_arg_descr(exported, i)}: expected "
+                             f"{want.dtype} and called with {got.dtype}")
+    if all(want.shape == got.shape for want, got in zip(exported.in_avals, avals)):
+        # called with the same symbolic shapes (under another polymorphic trace)
+        return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in exported.out_avals]
+    for i, (want, got) in enumerate(zip(exported.in_avals, avals)):
+        for d, (w, g) in enumerate(zip(want.shape, got.shape)):
+            if type(w) is not DimExpr and w != g:
+                raise ValueError(f"Shape mismatch for {_arg_descr(exported, i, d)} (expected "
+                                 f"same constant): expected {want.shape} and called with "
+                                 f"{got.shape}")
+    try:
+        env = solve_dim_vars([a.shape for a in exported.in_avals], [a.shape for a in avals])
+    except ValueError as e:
+        raise ValueError(f"Input shapes do not match the polymorphic shapes specification "
+                         f"of {exported.fun_name}: {e}") from None
+    return [ShapedArray(tuple(evaluate(d, env) for d in a.shape), a.dtype, a.weak_type)
+            for a in exported.out_avals]
+
+
+def _compatible(t_static: str, t_dyn: str) -> bool:
+    """Whether tensor type ``t_static`` refines ``t_dyn`` (``?`` matches any size)."""
+    if t_static == t_dyn:
+        return True
+    a, b = _TYPE_RE.match(t_static), _TYPE_RE.match(t_dyn)
+    if a is None or b is None or a.group(2) != b.group(2):
+        return False
+    da, db = a.group(1).split("x")[:-1], b.group(1).split("x")[:-1]
+    return len(da) == len(db) and all(y == "?" or x == y for x, y in zip(da, db))
+
+
+_TYPE_RE = re.compile(r"tensor<((?:(?:[0-9]+|\?)x)*)(.*)>$")
 
 
 _serial = itertools.count()
@@ -466,16 +513,27 @@ def _lowering(ctx, *args, exported: Exported):
     if len(operands) != len(ins):
         raise ValueError(f"the module of {exported.fun_name} takes {len(ins)} arguments; "
                          f"its Exported says {len(operands)}")
+    converted = []
     for v, t in zip(operands, ins):
         if v.type != t:
-            raise ValueError(f"the module of {exported.fun_name} takes {t} where its "
-                             f"Exported says {v.type}")
+            if not _compatible(v.type, t):
+                raise ValueError(f"the module of {exported.fun_name} takes {t} where its "
+                                 f"Exported says {v.type}")
+            # a shape-polymorphic module: refined to the call's shapes when compiled
+            v = ctx.op("stablehlo.convert", [v], t)
+        converted.append(v)
     out_avals = list(ctx.avals_out)
-    if [type_of(a) for a in out_avals] != outs:
+    out_types = [type_of(a) for a in out_avals]
+    if len(outs) != len(out_types) or not all(map(_compatible, out_types, outs)):
         raise ValueError(f"the module of {exported.fun_name} returns {outs}; its Exported "
-                         f"says {[type_of(a) for a in out_avals]}")
-    res = ctx.op("func.call", operands, out_avals, {"callee": "@" + main})
-    return list(res) if isinstance(res, (list, tuple)) else [res]
+                         f"says {out_types}")
+    if out_types == outs:
+        res = ctx.op("func.call", converted, out_avals, {"callee": "@" + main})
+        return list(res) if isinstance(res, (list, tuple)) else [res]
+    res = ctx.op("func.call", converted, list(outs), {"callee": "@" + main})
+    res = list(res) if isinstance(res, (list, tuple)) else [res]
+    return [r if r.type == t else ctx.op("stablehlo.convert", [r], a)
+            for r, t, a in zip(res, out_types, out_avals)]
 
 
 def _batch(trace, vals, dims, *, exported: Exported):

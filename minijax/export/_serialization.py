@@ -18,6 +18,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.core.shape_poly import SymbolicScope, symbolic_shape
 from minijax.export import _export
 from minijax.export._flatbuf import FlatbufferError, Scalars, Table, Vector, build, root
 from minijax.runtime.pytree import PyTreeDef, registry
@@ -264,7 +265,8 @@ def _read_exported(r, depth: int) -> _export.Exported:
     fun_name = r.string(1)
     if fun_name is None:
         _bad("no function name")
-    uniq = [_read_aval(a) for a in r.tables(19)]  # (aval, is a key)
+    scope = SymbolicScope(())  # jax does not serialize constraints
+    uniq = [_read_aval(a, scope) for a in r.tables(19)]  # (aval, is a key)
     if r.tables(20) or r.tables(21):
         raise NotImplementedError("deserializing an Exported with shardings (meshes) "
                                   "is not implemented in minijax")
@@ -275,8 +277,8 @@ def _read_exported(r, depth: int) -> _export.Exported:
         in_avals = tuple(uniq[i] for i in in_idx)
         out_avals = tuple(uniq[i] for i in out_idx)
     else:
-        in_avals = tuple(_read_aval(a) for a in r.tables(3))
-        out_avals = tuple(_read_aval(a) for a in r.tables(5))
+        in_avals = tuple(_read_aval(a, scope) for a in r.tables(3))
+        out_avals = tuple(_read_aval(a, scope) for a in r.tables(5))
     in_keys = {i for i, (_, k) in enumerate(in_avals) if k}
     out_keys = {i for i, (_, k) in enumerate(out_avals) if k}
     in_avals = tuple(a for a, _ in in_avals)
@@ -321,9 +323,6 @@ def _read_exported(r, depth: int) -> _export.Exported:
     nr_devices = r.scalar(18, "<I") or r.scalar(6, "<h")
     if nr_devices < 1:
         _bad(f"nr_devices is {nr_devices}")
-    if any(any(not isinstance(d, int) for d in a.shape) for a in in_avals):
-        raise NotImplementedError("deserializing an Exported with symbolic shapes is not "
-                                  "implemented in minijax")
     vjp_r = r.table(17)
     get_vjp = None
     if vjp_r is not None:
@@ -342,7 +341,7 @@ def _read_exported(r, depth: int) -> _export.Exported:
         _get_vjp=get_vjp)
 
 
-def _read_aval(r) -> tuple[ShapedArray, bool]:
+def _read_aval(r, scope) -> tuple[ShapedArray, bool]:
     kind = r.scalar(0, "<b")
     if kind == 1:
         raise NotImplementedError("deserializing an abstract token is not implemented")
@@ -370,11 +369,16 @@ def _read_aval(r) -> tuple[ShapedArray, bool]:
             _bad(f"bad dimension {d!r}")
         try:
             v = int(d)
-        except ValueError:
-            raise NotImplementedError(
-                f"deserializing symbolic dimension {d!r} is not implemented") from None
-        if v < 0 or v > 2 ** 62:
-            _bad(f"bad dimension {d!r}")
+        except ValueError:  # a symbolic dimension, in the one scope of this Exported
+            if len(d) > 1000:
+                _bad(f"bad dimension {d[:50]!r}...")
+            try:
+                v, = symbolic_shape(d, scope=scope)
+            except ValueError as e:
+                _bad(f"bad dimension {d!r} ({e})")
+        else:
+            if v < 0 or v > 2 ** 62:
+                _bad(f"bad dimension {d!r}")
         shape.append(v)
     if key:
         shape.append(2)

@@ -54,6 +54,7 @@ from minijax.lax.approx_top_k import approx_max_k, approx_min_k, approx_top_k_p
 from minijax.lax.composite import composite
 from minijax.lax.conv_patches import conv_general_dilated_local, conv_general_dilated_patches
 from minijax.lax.copy_op import copy_p
+from minijax.lax.dim_as_value import dim_as_value, dim_as_value_p  # noqa: F401
 from minijax.lax.dce_sink import dce_sink, dce_sink_p
 from minijax.lax.device_put_op import device_put_p
 from minijax.lax.dot_algorithm import (AccuracyMode, DotAlgorithm, DotAlgorithmPreset,

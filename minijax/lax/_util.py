@@ -42,6 +42,15 @@ def static_ints(values, what: str) -> tuple[int, ...]:
         raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
 
 
+def static_dims(values, what: str) -> tuple:
+    """As ``static_ints``, also keeping symbolic dimensions (shape polymorphism)."""
+    from minijax.core.shape_poly import DimExpr
+    try:
+        return tuple(v if type(v) is DimExpr else operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
+
+
 def static_int(value, what: str) -> int:
     """``value`` as a Python int; TypeError naming ``what`` when it is not an integer."""
     try:

@@ -14,6 +14,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import Primitive, get_aval
 from minijax.lax import binary as _b, unary as _u
 from minijax.lax._util import check_dtype, static_int, type_error
@@ -65,6 +66,8 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
     def lowering(ctx, x, *, axis, reverse):
         out = ctx.avals_out[0]
         n = out.shape[axis]
+        if type(n) is DimExpr:  # shape polymorphism
+            return _dynamic_reduce_window(ctx, x, out, axis, reverse, kind, region)
         if n <= 1:
             return x
         rank = out.ndim
@@ -85,6 +88,36 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
     return p
+
+
+def _dynamic_reduce_window(ctx, x, out, axis, reverse, kind, region):
+    """The cumulative window over a symbolic dimension, as jax writes it: the custom call
+    ``stablehlo.dynamic_reduce_window`` whose window sizes and padding are operands (shape
+    refinement makes it a ``reduce_window``) and whose reducer is a function."""
+    n, rank = out.shape[axis], out.ndim
+    window = [1] * rank
+    window[axis] = n
+    pads = [0] * (2 * rank)
+    pads[2 * axis + (1 if reverse else 0)] = n - 1
+    pad = ctx.op("stablehlo.reshape", [ctx.shape_tensor(pads)],
+                 ShapedArray((rank, 2), np.int32))
+    ones = ctx.shape_tensor([1] * rank)
+    init = ctx.constant(_identity(kind, out.dtype), out.dtype)
+    body = region(ctx, kind, out.dtype)
+    ret = body.ops.pop()  # the region's stablehlo.return: the function's results
+    key = ("dynamic_reduce_window", kind, out.dtype)
+    fn = ctx.module.cache.get(key)
+    if fn is None:
+        fn = ctx.module.cache[key] = ctx.module.new_function(
+            f"cumulative_{kind}_{np.dtype(out.dtype).name}_reducer")
+        fn.args, fn.arg_attrs = list(body.args), [("", None)] * len(body.args)
+        fn.body = fn.block = body
+        fn.results = list(ret.operands)
+    return ctx.op("stablehlo.custom_call", [x, init, ctx.shape_tensor(window), ones, ones,
+                                            ones, pad], out, {
+        "api_version": "2 : i32",
+        "call_target_name": '"stablehlo.dynamic_reduce_window"',
+        "called_computations": f"[{fn.ref}]"})
 
 
 cumsum_p = _cumulative_primitive("cumsum", "add", "fciu")

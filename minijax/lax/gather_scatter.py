@@ -24,6 +24,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, canonicalize_shape
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import Primitive, Tracer, get_aval, trace_to_jaxpr
 from minijax.lax._util import static_ints, type_error
 from minijax.lax.binary import add, div, eq, max as max_, mul, sub
@@ -233,11 +234,24 @@ def _in_bounds_mask(ctx, indices, operand_shape, window_sizes, index_map):
         starts = [0] * idx_aval.ndim
         limits = list(idx_aval.shape)
         starts[-1], limits[-1] = j, j + 1
-        comp = ctx.op("stablehlo.slice", [indices], ShapedArray(batch + (1,), idx_aval.dtype), {
-            "limit_indices": i64_array(limits), "start_indices": i64_array(starts),
-            "strides": i64_array([1] * idx_aval.ndim)})
+        piece = ShapedArray(batch + (1,), idx_aval.dtype)
+        if any(type(b) is DimExpr for b in batch):  # shape polymorphism
+            comp = ctx.op("stablehlo.real_dynamic_slice", [
+                indices, ctx.shape_tensor(starts), ctx.shape_tensor(limits),
+                ctx.shape_tensor([1] * idx_aval.ndim)], piece)
+        else:
+            comp = ctx.op("stablehlo.slice", [indices], piece, {
+                "limit_indices": i64_array(limits), "start_indices": i64_array(starts),
+                "strides": i64_array([1] * idx_aval.ndim)})
         comp = ctx.op("stablehlo.reshape", [comp], ShapedArray(batch, idx_aval.dtype))
-        hi = ctx.constant(operand_shape[d] - window_sizes[d], idx_aval.dtype, batch)
+        bound = operand_shape[d] - window_sizes[d]
+        if type(bound) is DimExpr:
+            hi = ctx.dim_value(bound)
+            if idx_aval.dtype != hi.aval.dtype:
+                hi = ctx.op("stablehlo.convert", [hi], ShapedArray((), idx_aval.dtype))
+            hi = ctx.broadcast_in_dim(hi, ShapedArray(batch, idx_aval.dtype), ())
+        else:
+            hi = ctx.constant(bound, idx_aval.dtype, batch)
         ok = _compare(ctx, comp, hi, "LE")
         if dtypes.is_signed(idx_aval.dtype):
             lo = _compare(ctx, comp, ctx.constant(0, idx_aval.dtype, batch), "GE")
@@ -252,11 +266,17 @@ def _gather_lower(ctx, operand, indices, *, dimension_numbers, fill_value, indic
     if out.size == 0:
         return ctx.constant(0, out.dtype, out.shape)
     dn = dimension_numbers
-    res = ctx.op("stablehlo.gather", [operand, indices], out, {
-        "dimension_numbers": _gather_dnums_attr(dn, indices.aval.ndim - 1),
-        "indices_are_sorted": _bool_attr(indices_are_sorted),
-        "slice_sizes": i64_array(slice_sizes),
-    })
+    if any(type(d) is DimExpr for d in slice_sizes):  # shape polymorphism, as jax
+        res = ctx.op("stablehlo.dynamic_gather",
+                      [operand, indices, ctx.shape_tensor(slice_sizes)], out, {
+                          "dimension_numbers": _gather_dnums_attr(dn, indices.aval.ndim - 1),
+                          "indices_are_sorted": _bool_attr(indices_are_sorted)})
+    else:
+        res = ctx.op("stablehlo.gather", [operand, indices], out, {
+            "dimension_numbers": _gather_dnums_attr(dn, indices.aval.ndim - 1),
+            "indices_are_sorted": _bool_attr(indices_are_sorted),
+            "slice_sizes": i64_array(slice_sizes),
+        })
     if mode != GatherScatterMode.FILL_OR_DROP or not dn.start_index_map:
         return res
     mask = _in_bounds_mask(ctx, indices, operand.aval.shape, slice_sizes, dn.start_index_map)

@@ -17,8 +17,9 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, canonicalize_shape
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import Primitive, get_aval
-from minijax.lax._util import static_int, static_ints, type_error
+from minijax.lax._util import static_dims, static_int, static_ints, type_error
 from minijax.lax.binary import add
 from minijax.lax.convert import convert_element_type
 # gather and the scatters live in gather_scatter.py; they are re-exported here, where jax's
@@ -67,12 +68,18 @@ def _slice_abstract(x, *, limit_indices, start_indices, strides):
     if len(strides) != x.ndim or any(s <= 0 for s in strides):
         raise type_error("slice", f"slice strides must be positive, one per dimension, got "
                          f"{strides} for operand shape {x.shape}.", x)
-    shape = tuple(-(-(lim - s) // st) for s, lim, st in zip(start_indices, limit_indices, strides))
+    shape = tuple((lim - s + st - 1) // st if type(lim - s) is DimExpr else -(-(lim - s) // st)
+                  for s, lim, st in zip(start_indices, limit_indices, strides))
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
 def _slice_lower(ctx, x, *, limit_indices, start_indices, strides):
     strides = strides or (1,) * len(start_indices)
+    if any(type(d) is DimExpr for d in (*start_indices, *limit_indices)):
+        # shape polymorphism: bounds from the dimension variables
+        return ctx.op("stablehlo.real_dynamic_slice",
+                      [x, ctx.shape_tensor(start_indices), ctx.shape_tensor(limit_indices),
+                       ctx.shape_tensor(strides)], ctx.avals_out[0])
     return ctx.op("stablehlo.slice", [x], ctx.avals_out[0], {
         "limit_indices": i64_array(limit_indices),
         "start_indices": i64_array(start_indices),
@@ -83,8 +90,8 @@ def _slice_lower(ctx, x, *, limit_indices, start_indices, strides):
 def slice(operand, start_indices: Sequence[int], limit_indices: Sequence[int],
           strides: Sequence[int] | None = None):
     """``operand[start:limit:stride]`` in every dimension, with static bounds."""
-    return slice_p.bind(operand, limit_indices=static_ints(limit_indices, "slice limit_indices"),
-                        start_indices=static_ints(start_indices, "slice start_indices"),
+    return slice_p.bind(operand, limit_indices=static_dims(limit_indices, "slice limit_indices"),
+                        start_indices=static_dims(start_indices, "slice start_indices"),
                         strides=None if strides is None else static_ints(strides,
                                                                          "slice strides"))
 

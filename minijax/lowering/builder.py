@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from minijax.core.aval import ShapedArray
 from minijax.core.lru import MemoCache
+from minijax.core.shape_poly import DimExpr
 from minijax.lowering.types import _type_cache as _types
 from minijax.lowering.types import string_attr, tensor_type, type_of
 
@@ -216,6 +217,10 @@ class FunctionBuilder:
         # Constants re-emitted in another form (a splat at full shape): each is dropped
         # when rendered if nothing uses it.
         self.replaced: list[Op] = []
+        # With symbolic dimensions (shape polymorphism): the value (a tensor<i32>) of each
+        # dimension variable in this function, and how many leading arguments carry them.
+        self.dim_values: dict | None = None
+        self.n_dim_args = 0
 
     @property
     def ref(self) -> str:
@@ -244,6 +249,9 @@ class FunctionBuilder:
             operands = list(operands)
         kind = type(results)
         if kind is ShapedArray:  # one array result: the op is its result (OpValue)
+            if self.dim_values is not None and name in _DYNAMIC and \
+                    not _static(results.shape):
+                return _dynamic_op(self, name, operands, results, attrs)
             t = _types.get((results.shape, results.dtype)) or tensor_type(results)
             self._count = n = self._count + 1
             vname = f"%{n}"
@@ -337,6 +345,122 @@ class FunctionBuilder:
         out.append("  } loc(unknown)")
 
 
+# ---- symbolic dimensions ----------------------------------------------------------------
+
+_I32 = ShapedArray((), "int32")
+_DYNAMIC = frozenset(("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.iota",
+                      "stablehlo.constant"))
+
+
+def _static(shape) -> bool:
+    for d in shape:
+        if type(d) is DimExpr:
+            return False
+    return True
+
+
+class _MlirDimOps:
+    """Dimension arithmetic emitted as ops on ``tensor<i32>`` (for ``evaluate``)."""
+
+    def __init__(self, fn: FunctionBuilder):
+        self.fn = fn
+
+    def const(self, c: int) -> Value:
+        return self.fn.op("stablehlo.constant", [], _I32,
+                          {"value": f"dense<{int(c)}> : tensor<i32>"})
+
+    def _bin(self, name, a, b) -> Value:
+        return self.fn.op(name, [a, b], _I32)
+
+    def add(self, a, b):
+        return self._bin("stablehlo.add", a, b)
+
+    def mul(self, a, b):
+        return self._bin("stablehlo.multiply", a, b)
+
+    def max(self, a, b):
+        return self._bin("stablehlo.maximum", a, b)
+
+    def min(self, a, b):
+        return self._bin("stablehlo.minimum", a, b)
+
+    def _cmp(self, a, b, direction) -> Value:
+        return self.fn.op("stablehlo.compare", [a, b], ShapedArray((), "bool"), {
+            "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+            "compare_type": "#stablehlo<comparison_type SIGNED>"})
+
+    def _round_toward_neg(self, a, b):
+        """(truncated quotient, remainder, whether to round the quotient down)."""
+        q = self._bin("stablehlo.divide", a, b)
+        r = self._bin("stablehlo.remainder", a, b)
+        zero = self.const(0)
+        signs_differ = self.fn.op("stablehlo.compare", [self._cmp(r, zero, "LT"),
+                                                        self._cmp(b, zero, "LT")],
+                                  ShapedArray((), "bool"), {
+            "comparison_direction": "#stablehlo<comparison_direction NE>"})
+        adjust = self.fn.op("stablehlo.and", [self._cmp(r, zero, "NE"), signs_differ],
+                            ShapedArray((), "bool"))
+        return q, r, adjust
+
+    def floordiv(self, a, b):
+        q, _, adjust = self._round_toward_neg(a, b)
+        q1 = self._bin("stablehlo.subtract", q, self.const(1))
+        return self.fn.op("stablehlo.select", [adjust, q1, q], _I32)
+
+    def mod(self, a, b):
+        _, r, adjust = self._round_toward_neg(a, b)
+        rb = self._bin("stablehlo.add", r, b)
+        return self.fn.op("stablehlo.select", [adjust, rb, r], _I32)
+
+
+def dim_value(fn: FunctionBuilder, d) -> Value:
+    """The value (``tensor<i32>``) of dimension ``d`` (an int or expression) in ``fn``."""
+    from minijax.core.shape_poly import evaluate
+    if fn.dim_values is None and type(d) is DimExpr:
+        raise ValueError(f"symbolic dimension '{d}' outside a shape-polymorphic lowering")
+    return evaluate(d, fn.dim_values or {}, _MlirDimOps(fn))
+
+
+def shape_tensor(fn: FunctionBuilder, shape) -> Value:
+    """``tensor<Nxi32>`` holding the sizes of ``shape`` (ints and expressions)."""
+    one = ShapedArray((1,), "int32")
+    if _static(shape):
+        dims = ", ".join(str(int(d)) for d in shape)
+        return fn.op("stablehlo.constant", [], ShapedArray((len(shape),), "int32"),
+                     {"value": f"dense<[{dims}]> : tensor<{len(shape)}xi32>"})
+    parts = [fn.op("stablehlo.reshape", [dim_value(fn, d)], one) if type(d) is DimExpr
+             else fn.op("stablehlo.constant", [], one,
+                        {"value": f"dense<{int(d)}> : tensor<1xi32>"})
+             for d in shape]
+    if len(parts) == 1:
+        return parts[0]
+    return fn.op("stablehlo.concatenate", parts, ShapedArray((len(shape),), "int32"),
+                 {"dimension": "0 : i64"})
+
+
+def _dynamic_op(fn: FunctionBuilder, name: str, operands, aval, attrs):
+    """The dynamic-shape form of an op whose result has symbolic dimensions."""
+    if name == "stablehlo.constant":
+        value = attrs["value"]
+        if '"0x' in value or not value.startswith("dense<") or value.startswith("dense<["):
+            raise NotImplementedError("a non-splat constant of symbolic shape "
+                                      f"{aval.str_short()}")
+        literal = value.rsplit(" : ", 1)[0]
+        scalar = ShapedArray((), aval.dtype)
+        from minijax.lowering.types import tensor_type as _tt
+        x = fn.op("stablehlo.constant", [], scalar, {"value": f"{literal} : {_tt(scalar)}"})
+        return fn.op("stablehlo.dynamic_broadcast_in_dim", [x, shape_tensor(fn, aval.shape)],
+                     aval, {"broadcast_dimensions": "array<i64>"})
+    shape = shape_tensor(fn, aval.shape)
+    if name == "stablehlo.broadcast_in_dim":
+        return fn.op("stablehlo.dynamic_broadcast_in_dim", [operands[0], shape], aval, attrs)
+    if name == "stablehlo.reshape":
+        return fn.op("stablehlo.dynamic_reshape", [operands[0], shape], aval, attrs)
+    if name == "stablehlo.iota":
+        return fn.op("stablehlo.dynamic_iota", [shape], aval, attrs)
+    raise AssertionError(name)
+
+
 class ModuleBuilder:
     def __init__(self, name: str, attrs: dict[str, str] | None = None):
         self.name = name
@@ -357,6 +481,8 @@ class ModuleBuilder:
         # For a module partitioned by Shardy: its mesh declarations (lowering/sdy.py),
         # rendered before the functions; None for GSPMD (``mhlo.sharding``) or no sharding.
         self.sdy = None
+        # The dimension variables of a shape-polymorphic module (sorted names), or ().
+        self.dim_vars: tuple = ()
 
     def new_function(self, name: str, visibility: str = "private") -> FunctionBuilder:
         # A taken name gets the suffix _N from one counter per module (as jax's symbol table

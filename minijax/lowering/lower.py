@@ -21,7 +21,9 @@ from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from minijax.core.lru import MemoCache
 from minijax.core.traceback_util import add_equation_source
-from minijax.lowering.builder import FunctionBuilder, ModuleBuilder, Region, Value, name_loc
+from minijax.core.shape_poly import DimExpr, dim_vars_of
+from minijax.lowering.builder import (FunctionBuilder, ModuleBuilder, Region, Value, _static,
+                                      dim_value, name_loc, shape_tensor)
 from minijax.lowering.types import dense_elements, i64_array, string_attr, tensor_type
 
 
@@ -113,6 +115,11 @@ class RuleContext:
         arr = np.asarray(value)
         if dtype is not None:
             arr = arr.astype(dtype, copy=False)
+        if self.fn.dim_values is not None and not _static(shape):
+            if arr.size != 1:
+                raise NotImplementedError(f"a non-scalar constant of symbolic shape {shape}")
+            scalar = self.constant(arr.reshape(()))
+            return self.broadcast_in_dim(scalar, ShapedArray(shape, arr.dtype), ())
         if not arr.ndim and type(shape) is tuple and arr.dtype.kind != "O":
             # a scalar (its bytes are its value): its aval and text made once
             key = (arr.dtype, arr.tobytes(), shape)
@@ -143,6 +150,14 @@ class RuleContext:
                 return self.fn.op("stablehlo.constant", [], aval, attrs)
         return self.fn.op("stablehlo.broadcast_in_dim", [x], aval,
                           {"broadcast_dimensions": i64_array(dims)})
+
+    def dim_value(self, d) -> Value:
+        """The ``tensor<i32>`` value of a dimension (an int or a symbolic expression)."""
+        return dim_value(self.fn, d)
+
+    def shape_tensor(self, shape) -> Value:
+        """The ``tensor<Nxi32>`` of a shape's sizes (for dynamic-shape ops)."""
+        return shape_tensor(self.fn, shape)
 
     def new_region(self, arg_avals: Sequence[ShapedArray]) -> Region:
         return self.fn.new_region(arg_avals)
@@ -185,11 +200,14 @@ class RuleContext:
         fn = self.module.cache.get(key)
         if fn is None:
             fn = self.module.new_function(name)
+            if self.fn.dim_values is not None:  # the dimension variables come first
+                _add_dim_args(fn, self.module.dim_vars)
             for a in closed.in_avals:
                 fn.add_arg(a)
             loc_name = loc_name or name
             prefix = f"{self.name_prefix}/{loc_name}" if self.name_prefix else loc_name
-            outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, prefix, metadata)
+            outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args[fn.n_dim_args:],
+                                    prefix, metadata)
             fn.results = outs
             self.module.cache[key] = (fn, closed)  # keep closed alive so id() stays unique
         else:
@@ -199,6 +217,8 @@ class RuleContext:
     def call(self, fn: FunctionBuilder, args: Sequence[Value], attrs=None,
              frontend: dict | None = None) -> list[Value]:
         a = {"callee": fn.ref}
+        if fn.n_dim_args:
+            args = [self.fn.dim_values[v] for v in self.module.dim_vars] + list(args)
         if attrs:
             a.update(attrs)
         outs = self.fn.op("func.call", args, [v.aval for v in fn.results], a)
@@ -372,8 +392,12 @@ def _lower_module(closed, *, module_name, name_prefix, arg_names, result_names, 
         name = arg_names[i] if arg_names and i < len(arg_names) else None
         attrs = arg_attrs[i] if arg_attrs else ""
         fn.add_arg(aval, attrs, string_attr(name) if name else None)
-    outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix,
-                            outer_metadata)
+    dim_vars = tuple(dim_vars_of(a.shape for a in closed.in_avals))
+    if dim_vars:  # shape polymorphism: main computes the dimension variables, as jax's
+        outs = _lower_polymorphic(mod, fn, closed, dim_vars, name_prefix, outer_metadata)
+    else:
+        outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix,
+                                outer_metadata)
     fn.results = outs
     if result_names is not None or result_attrs is not None:
         fn.result_attrs = []
@@ -396,3 +420,66 @@ def _lower_module(closed, *, module_name, name_prefix, arg_names, result_names, 
     return text, LoweringInfo(True, frozenset(
         fe["MUST_FUSE"] for fe in mod.tagged if "MUST_FUSE" in fe), mod)
 
+
+
+_I32 = ShapedArray((), np.int32)
+
+
+def _add_dim_args(fn: FunctionBuilder, dim_vars: Sequence[str]) -> None:
+    for v in dim_vars:
+        fn.add_arg(_I32, f"jax.global_constant = {string_attr(v)}")
+    fn.n_dim_args = len(dim_vars)
+    fn.dim_values = dict(zip(dim_vars, fn.args))
+
+
+def _lower_polymorphic(mod: ModuleBuilder, main: FunctionBuilder, closed: ClosedJaxpr,
+                       dim_vars: tuple, name_prefix: str, outer_metadata: tuple) -> list:
+    """``@main`` of dynamic-shaped arguments: derives each dimension variable from an
+    argument's size (``stablehlo.get_dimension_size``) and calls
+    ``@_wrapped_jax_export_main(dimension variables..., arguments...)``, which computes
+    the function (jax's calling convention for shape polymorphism)."""
+    mod.dim_vars = dim_vars
+    main.dim_values = {}
+    avals = closed.in_avals
+    for v in dim_vars:
+        main.dim_values[v] = _solve_dim_var(main, avals, v)
+    inner = mod.new_function("_wrapped_jax_export_main")
+    _add_dim_args(inner, dim_vars)
+    for a, (_attrs, loc) in zip(main.args, main.arg_attrs):
+        inner.add_arg(a.aval, "", loc)
+    outs = lower_jaxpr_into(inner, closed.jaxpr, closed.consts, inner.args[len(dim_vars):],
+                            name_prefix, outer_metadata)
+    inner.results = outs
+    operands = [main.dim_values[v] for v in dim_vars] + list(main.args)
+    res = main.op("func.call", operands, [o.aval for o in outs], {"callee": inner.ref})
+    return list(res)
+
+
+def _solve_dim_var(fn: FunctionBuilder, avals, v: str) -> Value:
+    """``v``'s value from the first argument dimension ``k*v + c`` (``c`` constant)."""
+    for i, a in enumerate(avals):
+        for j, d in enumerate(a.shape):
+            if type(d) is not DimExpr or d._get_vars() != {v}:
+                continue
+            terms = dict(d._terms)
+            k = terms.pop(((("var", v), 1),), None)
+            c = terms.pop((), 0)
+            if k is None or terms:
+                continue
+            size = fn.op("stablehlo.get_dimension_size", [fn.args[i]], _I32,
+                         {"dimension": f"{j} : i64"})
+            ops = [size]
+            if c:
+                cst = fn.op("stablehlo.constant", [], _I32,
+                            {"value": f"dense<{-c}> : tensor<i32>"})
+                size = fn.op("stablehlo.add", [size, cst], _I32)
+            if k != 1:
+                cst = fn.op("stablehlo.constant", [], _I32,
+                            {"value": f"dense<{k}> : tensor<i32>"})
+                size = fn.op("stablehlo.divide", [size, cst], _I32)
+            del ops
+            return size
+    raise ValueError(
+        f"Cannot solve for values of dimension variables {[v]}: each dimension variable "
+        "must appear alone (as `k*v + c`) in some dimension of the argument shapes. "
+        f"The argument shapes are {[a.str_short() for a in avals]}")

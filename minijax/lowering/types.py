@@ -7,6 +7,7 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.lru import MemoCache
+from minijax.core.shape_poly import DimExpr
 
 _ELEM = {
     dtypes.bool_: "i1", dtypes.int8: "i8", dtypes.int16: "i16", dtypes.int32: "i32",
@@ -29,7 +30,7 @@ def tensor_type(aval: ShapedArray) -> str:
     key = (aval.shape, aval.dtype)
     t = _type_cache.get(key)
     if t is None:
-        dims = "".join(f"{d}x" for d in aval.shape)
+        dims = "".join("?x" if type(d) is DimExpr else f"{d}x" for d in aval.shape)
         t = _type_cache[key] = f"tensor<{dims}{_ELEM[aval.dtype]}>"
     return t
 

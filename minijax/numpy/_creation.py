@@ -7,6 +7,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.aval import canonicalize_shape
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import Tracer, get_aval, is_python_scalar, made_in_trace
 from minijax.core.aval import no_sharding_constraint
 
@@ -41,6 +42,8 @@ def _asarray(a, dtype):
     from minijax.runtime.array import Array
     from minijax.runtime.transfer import device_put
     dtype = _canon(dtype)
+    if type(a) is DimExpr:
+        a = a.dimension_as_value()
     if isinstance(a, (Tracer, Array)):
         return a if dtype is None or a.dtype == dtype else lax.convert_element_type(a, dtype)
     if isinstance(a, (list, tuple)):

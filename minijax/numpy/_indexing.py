@@ -28,11 +28,12 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.errors import ConcretizationTypeError
+from minijax.core.shape_poly import DimExpr, max_dim, min_dim
 from minijax.core.trace import Tracer, get_aval
 from minijax.lax.shape import canonicalize_axis
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from minijax.numpy._creation import asarray
-from minijax.numpy._promote import promote_dtypes
+from minijax.numpy._promote import broadcast_shapes, promote_dtypes
 
 _INDEX_DTYPE = dtypes.int32
 
@@ -196,7 +197,24 @@ def _static_slice_or_none(s: slice) -> slice | None:
 def _slice_indices(s: slice, size: int) -> tuple[int, int, int]:
     if s.step == 0:
         raise ValueError("slice step cannot be zero")
+    if type(size) is DimExpr:
+        return _symbolic_slice_indices(s, size)
     return s.indices(size)
+
+
+def _symbolic_slice_indices(s: slice, size) -> tuple:
+    """``slice.indices`` for a symbolic dimension size (positive steps)."""
+    step = 1 if s.step is None else s.step
+    if step < 0:
+        raise NotImplementedError("slicing a symbolic dimension with a negative step")
+
+    def clip(v, default):
+        if v is None:
+            return default
+        if type(v) is not DimExpr and v < 0:
+            return max_dim(size + v, 0)
+        return min_dim(v, size)
+    return clip(s.start, 0), clip(s.stop, size), step
 
 
 # ---- x[idx] --------------------------------------------------------------------------------
@@ -268,7 +286,7 @@ def _try_static_slice(arr, parsed: list[_Idx]):
                 rev_axes.append(axis)
             else:
                 starts.append(start)
-                limits.append(max(start, stop))
+                limits.append(max_dim(start, stop))
                 strides.append(step)
     out = arr
     trivial = (all(s == 1 for s in strides) and starts == [0] * len(shape)
@@ -390,22 +408,29 @@ def _normalize(value, size: int):
     if _is_int(value):
         # Clamped to [-1, size]: out of bounds stays out of bounds (dropped by scatter,
         # clamped or filled by gather) and fits the int32 index type (x64 allows 2**40).
-        return min(max(value + size if value < 0 else value, -1), size)
+        return min_dim(max_dim(value + size if value < 0 else value, -1), size)
+    symbolic = type(size) is DimExpr  # (shape polymorphism: taken to fit the index type)
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "u":
             return value
-        dt = value.dtype if size <= np.iinfo(value.dtype).max else _INDEX_DTYPE
-        return np.where(value < 0, value.astype(dt) + size, value).astype(dt)
+        if symbolic:
+            value = asarray(value)
+        else:
+            dt = value.dtype if size <= np.iinfo(value.dtype).max else _INDEX_DTYPE
+            return np.where(value < 0, value.astype(dt) + size, value).astype(dt)
     dt = get_aval(value).dtype
     if dtypes.is_unsigned(dt):
         return value
-    if size > np.iinfo(dt).max:  # e.g. int8 indices into a long axis
+    if not symbolic and size > np.iinfo(dt).max:  # e.g. int8 indices into a long axis
         value, dt = lax.convert_element_type(value, _INDEX_DTYPE), _INDEX_DTYPE
-    return lax.select(lax.lt(value, np.zeros((), dt)), lax.add(value, np.asarray(size, dt)),
-                      value)
+    size_v = lax.convert_element_type(lax.dim_as_value(size), dt) if symbolic \
+        else np.asarray(size, dt)
+    return lax.select(lax.lt(value, np.zeros((), dt)), lax.add(value, size_v), value)
 
 
 def _to_index_dtype(value):
+    if type(value) is DimExpr:
+        return lax.convert_element_type(lax.dim_as_value(value), _INDEX_DTYPE)
     if _is_int(value):
         return np.asarray(value, _INDEX_DTYPE)
     if isinstance(value, np.ndarray):
@@ -495,7 +520,10 @@ def _index_to_gather(shape: tuple, parsed: list[_Idx], normalize: bool = True) -
             s = slice(_static_entry(p.value.start), _static_entry(p.value.stop),
                       _static_entry(p.value.step))
             start, stop, step = _slice_indices(s, shape[x_axis])
-            size = len(range(start, stop, step))
+            if type(start) is DimExpr or type(stop) is DimExpr:  # (a positive step)
+                size = max_dim(0, (stop - start + step - 1) // step)
+            else:
+                size = len(range(start, stop, step))
             slice_shape.append(size)
             if step == 1:
                 if size != shape[x_axis]:
@@ -767,7 +795,7 @@ def take_along_axis(arr, indices, axis: int | None, mode: str | None = None, fil
     axis = canonicalize_axis(axis, rank)
     arr_shape = list(arr.shape)
     arr_shape[axis] = 1
-    out_shape = tuple(np.broadcast_shapes(tuple(idx_shape), tuple(arr_shape)))
+    out_shape = tuple(broadcast_shapes(tuple(idx_shape), tuple(arr_shape)))
     axis_size = arr.shape[axis]
     if axis_size == 0:
         return lax.broadcast_in_dim(np.zeros((), arr.dtype), out_shape, ())

@@ -12,6 +12,7 @@ from minijax.core import dtypes
 from minijax.core.errors import IncompatibleShapesError
 from minijax.core.lru import MemoCache
 from minijax.core.primitives import broadcast_in_dim_p
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import get_aval, is_python_scalar
 
 
@@ -277,6 +278,8 @@ def _check_args(fname: str, args):
                             f"at position {i}. Use minijax.numpy.asarray(...) to convert it.")
         if isinstance(x, (np.ndarray, np.generic)):
             x = ensure_array(x)
+        elif type(x) is DimExpr:
+            x = x.dimension_as_value()
         out.append(x)
     return out
 
@@ -285,6 +288,8 @@ def ensure_array(x):
     """``x`` as a minijax array or tracer (Python scalars keep their weak type)."""
     if hasattr(x, "aval"):
         return x
+    if type(x) is DimExpr:
+        return x.dimension_as_value()
     from minijax.runtime.transfer import device_put
     if isinstance(x, (np.ndarray, np.generic)):
         return device_put(np.asarray(x, dtypes.canonicalize(x.dtype)))

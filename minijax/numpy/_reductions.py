@@ -12,6 +12,7 @@ those names are the array functions, not Python's builtins.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_numeric
 from minijax.stages.eager import fused  # one jitted program when called eagerly
@@ -240,7 +242,10 @@ def _count(a, axis: Axis, keepdims: bool, where, dtype):
     aval = get_aval(a)
     if where is None:
         dims = _reduction_axes(aval.ndim, axis)
-        return np.asarray(int(np.prod([aval.shape[d] for d in dims])), dtype=dtype)
+        size = math.prod([aval.shape[d] for d in dims])
+        if type(size) is DimExpr:  # shape polymorphism: a value of the dimension variables
+            return lax.convert_element_type(lax.dim_as_value(size), dtype)
+        return np.asarray(int(size), dtype=dtype)
     from minijax.numpy._promote import broadcast_to_shape
     return sum(broadcast_to_shape(where, aval.shape), axis, dtype=dtype, keepdims=keepdims)
 

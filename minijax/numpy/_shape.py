@@ -16,6 +16,8 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray, canonicalize_shape
 from minijax.core.errors import ConcretizationTypeError
+from minijax.core.shape_poly import DimExpr, InconclusiveDimensionOperation
+from minijax.core.shape_poly import max_dim as core_max_dim
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
@@ -81,7 +83,12 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
                         f"{newshape}: negative dimensions are not allowed (except -1)")
     if -1 in newshape:
         known = math.prod(d for d in newshape if d != -1)
-        if known == 0 or size % known:
+        rem = 0 if known == 0 else size % known
+        if type(rem) is DimExpr:
+            raise InconclusiveDimensionOperation(
+                f"Cannot divide evenly the sizes of shapes {tuple(shape)} and {newshape}. "
+                f"The remainder {rem} should be 0.")
+        if known == 0 or rem:
             raise TypeError(f"cannot reshape array of shape {shape} (size {size}) into shape "
                             f"{newshape} because the product of specified axis sizes ({known}) "
                             f"does not evenly divide {size}")
@@ -652,6 +659,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
 
 
 def _arange(start, stop, step, dtype):
+    if any(type(v) is DimExpr for v in (start, stop, step)):
+        return _arange_symbolic(start, stop, step, dtype)
     start_name = "stop" if stop is None and step is None else "start"
     start = _concrete_scalar(start, start_name)
     stop = _concrete_scalar(stop, "stop")
@@ -681,6 +690,29 @@ def _arange(start, stop, step, dtype):
         return lax.iota(dtype, max(0, int(np.ceil(stop_v))))
     size = max(0, int(np.ceil(stop_v - start_v)))
     return lax.add(np.asarray(start_v, dtype), lax.iota(dtype, size))
+
+
+def _arange_symbolic(start, stop, step, dtype):
+    """``arange`` whose bounds involve symbolic dimensions (integers only, as jax)."""
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    for v in (start, stop, step):
+        if type(v) is not DimExpr and not isinstance(v, (int, np.integer)):
+            raise TypeError("arange with symbolic dimensions takes integer start, stop and "
+                            f"step, got {v!r}")
+    dtype = dtypes.canonicalize(dtypes.int64) if dtype is None else \
+        dtypes.check_user_dtype(dtype, "arange")
+    if type(step) is DimExpr or step <= 0:
+        raise NotImplementedError("arange with symbolic dimensions needs a positive "
+                                  "constant step")
+    size = core_max_dim(0, (stop - start + step - 1) // step)
+    out = lax.iota(dtype, size)
+    if step != 1:
+        out = lax.mul(out, lax.full((), step, dtype))
+    if not (type(start) is not DimExpr and start == 0):
+        out = lax.add(out, lax.convert_element_type(lax.dim_as_value(start), dtype))
+    return out
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
@@ -749,8 +781,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
 
 def _eye(N, M, k, dtype):
     dt = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_float()
-    n = _static_int(N, "eye N")
-    m = n if M is None else _static_int(M, "eye M")
+    n = N if type(N) is DimExpr else _static_int(N, "eye N")
+    m = n if M is None else M if type(M) is DimExpr else _static_int(M, "eye M")
     if n < 0 or m < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
     i = lax.broadcasted_iota(dtypes.int32, (n, m), 0)

@@ -329,6 +329,30 @@ def default_compile_options(device: _backend.Device, num_args: int | None = None
     return opts
 
 
+_DYNAMIC_TYPE = re.compile(r"tensor<(?:[0-9]+x)*\?")
+
+
+def refine_polymorphic_shapes(module):
+    """``module`` with its dynamic shapes refined from ``@main``'s static argument types
+    (jaxlib's shape refinement, as jax's compile does for shape-polymorphic code); the
+    same object where the module (text) has no dynamic shapes."""
+    if not isinstance(module, str) or _DYNAMIC_TYPE.search(module) is None:
+        return module
+    try:
+        out = _jax.mlir.refine_polymorphic_shapes(
+            module.encode(), enable_shape_assertions=True, validate_static_shapes=True)
+    except Exception as e:  # noqa: BLE001 - jaxlib raises its own error types
+        raise ValueError(f"Error refining shapes: {e}") from None
+    from minijax.lowering import mlir
+    text = mlir.to_text(mlir.parse(out), debug_info=True)
+    cbs = getattr(module, "host_callbacks", ())
+    if cbs or getattr(module, "debug_jaxpr", None) is not None:
+        from minijax.lowering.lower import ModuleText
+        text = ModuleText(text, cbs, getattr(module, "ordered", False),
+                          getattr(module, "debug_jaxpr", None))
+    return text
+
+
 def compile(module: str | bytes, backend: _backend.Backend | str | None = None, *,
             compile_options: xla_client.CompileOptions | None = None,
             out_avals: Sequence[ShapedArray] | None = None,
@@ -364,6 +388,9 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
             device, num_args, None if out_avals is None else len(out_avals))
     if isinstance(module, bytearray | memoryview):
         module = bytes(module)
+    refined = refine_polymorphic_shapes(module)
+    if refined is not module:  # shape polymorphism: now static shapes
+        module, parsed = refined, None
     _limits.check_module(module)  # XLA aborts on arrays of more than 2**63-1 bytes
     _lapack.register_if_used(module)  # LAPACK custom-call targets, on first use
     host_callbacks = getattr(module, "host_callbacks", ())

@@ -12,6 +12,7 @@ from minijax.core import dtypes
 from minijax.core.effects import jaxpr_effects
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, dce_jaxpr, used_invars
 from minijax.core.lru import LRUCache
+from minijax.core.shape_poly import DimExpr
 from minijax.tree_util import tree_flatten
 from minijax.stages.compiler import donation_aliases
 
@@ -22,6 +23,9 @@ def used_inputs(closed: ClosedJaxpr) -> tuple[int, ...] | None:
     """Indices of the inputs ``closed`` needs once dead equations are gone, or None
     when it needs them all (``jit``'s ``keep_unused=False`` drops the others)."""
     used = used_invars(closed.jaxpr)
+    if not all(used) and any(type(d) is DimExpr for v in closed.jaxpr.invars
+                             for d in getattr(v.aval, "shape", ())):
+        return None  # symbolic shapes: every input is kept (its sizes may be needed), as jax
     kept = tuple(i for i, u in enumerate(used) if u)
     return None if len(kept) == len(used) else kept
 

@@ -24,6 +24,7 @@ from minijax.lax.state import run_with_refs, threading_refs, write_back
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
+from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import Primitive, get_aval
 from minijax.core.traceback_util import api_boundary
 from minijax.lax._util import static_int, type_error
@@ -191,14 +192,14 @@ def _scan_lower(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, unrol
     carry = list(args[num_consts:num_consts + num_carry])
     xs = list(args[num_consts + num_carry:])
     ys = [ctx.constant(0, a.dtype, a.shape) for a in ctx.avals_out[num_carry:]]
-    if length == 0:
+    if type(length) is not DimExpr and length == 0:
         return [*carry, *ys]
     i32 = ShapedArray((), _INT32)
 
     def step(t, consts, carry, xs, ys):
         """One scan step at step number ``t`` (an int32 scalar Value)."""
-        idx = ctx.op("stablehlo.subtract", [ctx.constant(length - 1, _INT32), t], i32) \
-            if reverse else t
+        last = ctx.dim_value(length - 1) if symbolic else ctx.constant(length - 1, _INT32)
+        idx = ctx.op("stablehlo.subtract", [last, t], i32) if reverse else t
         zero = ctx.constant(0, _INT32) if any(v.aval.ndim > 1 for v in [*xs, *ys]) else None
         x_t = [_index_leading(ctx, x, idx, zero) for x in xs]
         outs = ctx.lower_jaxpr(jaxpr, [*consts, *carry, *x_t], name="scan/body")
@@ -206,10 +207,14 @@ def _scan_lower(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, unrol
                   for y, y_t in zip(ys, outs[num_carry:])]
         return outs[:num_carry], new_ys
 
-    per_trip = length if unroll == 0 else min(unroll, length)
-    trips, remainder = divmod(length, per_trip)
-    if per_trip > 1 and trips == 1 and remainder == 0:  # fully unrolled: no loop
-        trips, remainder = 0, length
+    symbolic = type(length) is DimExpr  # shape polymorphism: a loop of `length` trips
+    if symbolic:
+        per_trip, trips, remainder = 1, length, 0
+    else:
+        per_trip = length if unroll == 0 else min(unroll, length)
+        trips, remainder = divmod(length, per_trip)
+        if per_trip > 1 and trips == 1 and remainder == 0:  # fully unrolled: no loop
+            trips, remainder = 0, length
     if trips:
         operands = [ctx.constant(0, _INT32), *consts, *carry, *xs, *ys]
         thread = tokens.threads_token(jaxpr)  # ordered effects: the token is carried last
@@ -219,7 +224,7 @@ def _scan_lower(ctx, *args, reverse, length, jaxpr, num_consts, num_carry, unrol
         nc, nk, nx = len(consts), len(carry), len(xs)
         cond_region = ctx.new_region(avals)
         with ctx.in_region(cond_region):
-            bound = ctx.constant(trips * per_trip, _INT32)
+            bound = ctx.dim_value(trips) if symbolic else ctx.constant(trips * per_trip, _INT32)
             ctx.ret([ctx.op("stablehlo.compare", [cond_region.args[0], bound],
                             ShapedArray((), dtypes.bool_), _LT)])
         body_region = ctx.new_region(avals)
