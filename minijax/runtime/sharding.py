@@ -37,6 +37,7 @@ import numpy as np
 from jaxlib import _jax, xla_client
 
 from minijax.core import aval as _aval
+from minijax.core import sharding_rules as _srules
 from minijax.runtime import backend as _backend
 
 
@@ -623,8 +624,6 @@ def _resolve_out_sharding(what: str, out_sharding: Any) -> NamedSharding:
     raise TypeError(f"{what}: out_sharding must be a NamedSharding or a PartitionSpec, got "
                     f"{out_sharding!r}")
 
-
-from minijax.core import sharding_rules as _srules  # noqa: E402
 
 _srules._resolver[0] = _resolve_out_sharding
 

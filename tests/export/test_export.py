@@ -452,7 +452,8 @@ def test_call_under_jit():
     blob = mexport.export(minijax.jit(mf))(XS, WS).serialize()
     exp = mexport.deserialize(blob)
     got = minijax.jit(lambda x, w: exp.call(x * 2, w)["y"] + 1)(XS, WS)
-    np.testing.assert_allclose(got, jf(XS * 2, WS)["y"] + 1, rtol=1e-6)
+    # another program than jax's (the call is inlined into the outer jit): f32 rounding
+    np.testing.assert_allclose(got, jf(XS * 2, WS)["y"] + 1, rtol=1e-6, atol=1e-6)
     # called twice in one jitted function, and nested in an outer jit
     twice = minijax.jit(lambda x, w: exp.call(exp.call(x, w)["y"][None].repeat(4, 0)[:, :2]
                                               .repeat(2, 1)[:, :3], w)["z"])

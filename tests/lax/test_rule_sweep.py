@@ -731,6 +731,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
     # No operands: jvp and vmap bind it as it is (there is nothing to differentiate or
     # batch), so no rule is ever called.
     "iota": {"batch": "no operands"},
+    "dim_as_value": {"jvp": "no operands", "batch": "no operands",
+                     "case": "only inside a shape-polymorphic trace (tests/export/"
+                              "test_shape_poly.py)"},
     "iota_2x32_shape": {"jvp": "no operands", "batch": "no operands"},
     "axis_index": {"jvp": "no operands"},
     # Only inside a linear jaxpr built by reverse mode of a custom_vjp function, which is
