@@ -13,7 +13,7 @@ from minijax.core.trace import _state, get_aval, use_trace
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import vmap_doc, wraps
 from minijax.transforms.batching import BatchTrace, BatchTracer, bdim_at
-from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from minijax._pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 
 # ---- vmap ------------------------------------------------------------------------------------

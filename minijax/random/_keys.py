@@ -6,8 +6,10 @@ array, a ``PRNGKeyArray`` whose dtype is ``key<fry>`` and whose shape leaves out
 the trailing 2 (``key_data`` gives the words back). Every sampler takes either
 kind; ``split`` and ``fold_in`` return the kind they were given.
 
-A ``PRNGKeyArray`` is a pytree with one leaf, its uint32 words, so it passes
-through ``jit``, ``vmap``, ``grad``, ``lax.scan`` and friends as that array.
+A ``PRNGKeyArray`` is a pytree leaf (``minijax.tree_util``), as in jax; the
+transformations flatten with ``minijax._pytree``, where it is a node over its uint32
+words, so it passes through ``jit``, ``vmap``, ``grad``, ``lax.scan`` and friends as
+that array and comes back out as a key.
 
 The operations follow jax's default ``jax_threefry_partitionable=True`` streams:
 
@@ -32,7 +34,7 @@ from minijax.lax.prng import iota_2x32_shape, threefry2x32, threefry_2x32
 from minijax.runtime.array import Array
 from minijax.runtime.basearray import Array as ArrayType
 from minijax.stages.jit import jit
-from minijax.tree_util import register_pytree_node
+from minijax.runtime.pytree import transform_registry
 
 _U32 = np.dtype(np.uint32)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -227,8 +229,10 @@ class PRNGKeyArray:
         return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._base}"
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
-                     lambda impl, children: PRNGKeyArray(impl, children[0]))
+# A leaf of ``minijax.tree_util`` pytrees (as in jax), and a node over its words in the
+# registry the transformations flatten with (``minijax._pytree``).
+transform_registry.register_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
+                                 lambda impl, children: PRNGKeyArray(impl, children[0]))
 
 
 def is_typed_key(x) -> bool:

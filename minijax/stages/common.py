@@ -16,7 +16,7 @@ from minijax.core.aval import (ShapedArray, ShapeDtypeStruct, canonicalize_shape
                                check_nonnegative_shape)
 from minijax.core.trace import Tracer, get_aval
 from minijax.runtime.array import Array
-from minijax.tree_util import keystr
+from minijax._pytree import keystr
 
 
 def abstractify(x, allow_shape_dtype: bool = False) -> ShapedArray:

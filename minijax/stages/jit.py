@@ -52,7 +52,7 @@ from minijax.stages.jit_primitive import jit_p
 from minijax.stages.sharded import (Placement, aot_device, interned_ids, mesh_placement,
                                     placement_of, to_buffers)
 from minijax.stages.stages import Traced
-from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
+from minijax._pytree import (PrefixMismatchError, broadcast_prefix, tree_flatten,
                                 tree_flatten_with_path)
 
 logger = logging.getLogger("minijax")
@@ -714,7 +714,7 @@ def _prefix_to_leaves(prefix: Any, structure: Any, what: str, name: str) -> list
 def _remap_path(path: tuple, dyn_nums: Sequence[int]) -> tuple:
     """A path into (dyn_args, dyn_kwargs) -> the same path into (args, kwargs)."""
     if len(path) >= 2 and getattr(path[0], "idx", None) == 0:
-        from minijax.tree_util import SequenceKey
+        from minijax._pytree import SequenceKey
         return (path[0], SequenceKey(dyn_nums[path[1].idx])) + tuple(path[2:])
     return path
 
@@ -771,7 +771,7 @@ def _has_ref(args: tuple, kwargs: dict) -> bool:
 
 def _check_outputs(name: str, outs: list, paths: list) -> None:
     from minijax.core.trace import Tracer
-    from minijax.tree_util import keystr
+    from minijax._pytree import keystr
     import numpy as np
     for x, p in zip(outs, paths):
         if isinstance(x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)):
