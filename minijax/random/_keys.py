@@ -62,7 +62,7 @@ THREEFRY = PRNGImpl("threefry2x32", "fry", (2,))
 _OTHER_JAX_IMPLS = ("rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
 
 
-class KeyTy:
+class KeyTy(dtypes.ExtendedDType):
     """The dtype of typed key arrays, ``key<fry>`` for Threefry keys."""
 
     __slots__ = ("_impl",)
@@ -83,6 +83,12 @@ class KeyTy:
         return self.name
 
     __str__ = __repr__
+
+    def _physical_struct(self, struct: aval.ShapeDtypeStruct) -> PRNGKeyArray:
+        """What the transformations trace for a ``ShapeDtypeStruct`` of this dtype: a key
+        array over a struct of its uint32 words."""
+        return PRNGKeyArray(self._impl, aval.ShapeDtypeStruct(
+            (*struct.shape, *self._impl.key_shape), _U32))
 
     def __eq__(self, other) -> bool:
         return type(other) is KeyTy and self._impl is other._impl
@@ -127,7 +133,7 @@ class PRNGKeyArray:
     # -- array-like attributes
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(get_aval(self._base).shape[:-len(self._impl.key_shape)])
+        return tuple(self._base.shape[:-len(self._impl.key_shape)])
 
     @property
     def ndim(self) -> int:
@@ -144,6 +150,14 @@ class PRNGKeyArray:
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
+
+    def _typeof(self) -> aval.ShapedArray:
+        """``minijax.typeof(keys)``: ``ShapedArray(key<fry>[*shape])``, as in jax."""
+        return aval.ShapedArray(self.shape, self.dtype)
+
+    @property
+    def sharding(self):
+        return getattr(self._base, "sharding", None)
 
     @property
     def nbytes(self) -> int:

@@ -59,6 +59,9 @@ def typeof(x) -> ShapedArray:
     from minijax.lax.state import Ref
     if isinstance(x, Ref):
         return x.aval
+    typeof_method = getattr(type(x), "_typeof", None)  # typed key arrays: key<fry>[...]
+    if typeof_method is not None:
+        return typeof_method(x)
     return get_aval(x)
 
 

@@ -43,7 +43,8 @@ from minijax.runtime.array import Array
 from minijax.stages.cache import EXECUTABLES
 from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
                                    argnums_tuple, call_device, check_argnames, check_argnums,
-                                   fun_name, raise_if_deleted, wraps)
+                                   fun_name, physical_structs, public_structs,
+                                   raise_if_deleted, wraps)
 from minijax.runtime.transfer import PY_SCALAR_TYPES, record_numpy_specs, scalar_specs
 from minijax.stages.dispatch import DispatchBase, flat_key, make_constants, mark_donated
 from minijax.stages.entry import TraceEntry, used_inputs
@@ -264,6 +265,8 @@ class Wrapped(DispatchBase):
         traced once and the caller's metadata is applied when it is lowered.
         """
         statics, dyn_args, dyn_kwargs, dyn_nums = self._split(args, kwargs)
+        if allow_shape_dtype:  # (lower, eval_shape) structs of key dtypes trace as keys
+            dyn_args, dyn_kwargs = physical_structs((dyn_args, dyn_kwargs))
         if dyn_kwargs and self._shardings is not None and self._shardings[0] is not None:
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         leaves, in_tree = _flatten((dyn_args, dyn_kwargs))
@@ -607,9 +610,9 @@ class Wrapped(DispatchBase):
     def eval_shape(self, *args, **kwargs):
         from minijax.core.aval import ShapeDtypeStruct
         entry, _ = self._entry(args, kwargs, allow_shape_dtype=True)
-        return entry.out_tree.unflatten(
+        return public_structs(entry.out_tree.unflatten(
             ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-            for a in entry.out_avals)
+            for a in entry.out_avals))
 
     def _cache_size(self) -> int:
         """How many argument signatures have been traced and cached."""
