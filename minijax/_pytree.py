@@ -9,6 +9,7 @@ results with these, so a key crosses them as its words and comes back out as a k
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 from collections.abc import Callable
 
@@ -67,3 +68,26 @@ def tree_broadcast(prefix_tree: Any, full_tree: Any,
 
 def broadcast_prefix(prefix: Any, full: Any, is_leaf: Callable[[Any], bool]) -> list:
     return _broadcast_prefix(_flatten, prefix, full, is_leaf)
+
+
+# OrderedDict and defaultdict are nodes of the transform registry (dict-like, as jax
+# registers them). The public registry is jaxlib's default one that jax registers them
+# in when it is imported: registering them there too would make that a duplicate.
+def _ordered_dict_with_keys(d):
+    keys = tuple(d)
+    return [(DictKey(k), d[k]) for k in keys], keys
+
+
+def _defaultdict_with_keys(d):
+    keys = tuple(sorted(d))
+    return [(DictKey(k), d[k]) for k in keys], (d.default_factory, keys)
+
+
+transform_registry.register_node(
+    collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
+    lambda keys, values: collections.OrderedDict(zip(keys, values)), _ordered_dict_with_keys)
+transform_registry.register_node(
+    collections.defaultdict, lambda d: ([d[k] for k in sorted(d)], (d.default_factory,
+                                                                   tuple(sorted(d)))),
+    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)),
+    _defaultdict_with_keys)

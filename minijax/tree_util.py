@@ -172,11 +172,21 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
     return inner_treedef.unflatten(outer_treedef.unflatten(c) for c in cols)
 
 
+def _registries_for(nodetype: type) -> tuple:
+    """The registries to register ``nodetype`` in: both, except when it is already a node
+    of the public registry only. That registry is jaxlib's default one, shared with jax
+    when both are imported: a type jax registered is then registered for minijax's
+    transformations alone (a second public registration would be a duplicate)."""
+    if registry.is_node(nodetype) and not REGISTRIES[1].is_node(nodetype):
+        return REGISTRIES[1:]
+    return REGISTRIES
+
+
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
                          flatten_with_keys_func: Callable | None = None) -> None:
     """Register ``nodetype`` as a container: ``flatten_func(x) -> (children, aux)``,
     ``unflatten_func(aux, children) -> x``."""
-    for reg in REGISTRIES:
+    for reg in _registries_for(nodetype):
         if flatten_with_keys_func is None:
             reg.register_node(nodetype, flatten_func, unflatten_func)
         else:
@@ -189,7 +199,7 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
         def flatten_func(x):
             kids, aux = flatten_with_keys(x)
             return [c for _, c in kids], aux
-    for reg in REGISTRIES:
+    for reg in _registries_for(nodetype):
         reg.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
@@ -232,7 +242,7 @@ def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
                   f.name not in drop_fields]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
-    for reg in REGISTRIES:
+    for reg in _registries_for(nodetype):
         reg.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
     return nodetype
 
