@@ -245,8 +245,16 @@ class PRNGKeyArray:
 
 # A leaf of ``minijax.tree_util`` pytrees (as in jax), and a node over its words in the
 # registry the transformations flatten with (``minijax._pytree``).
-transform_registry.register_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
-                                 lambda impl, children: PRNGKeyArray(impl, children[0]))
+def _unflatten_key(impl: PRNGImpl, children):
+    (base,) = children
+    if getattr(base, "dtype", None) == dtypes.float0:
+        # A key's tangent/cotangent (grad with allow_int=True): float0 of the key's shape,
+        # as in jax, not a key over float0 words.
+        return np.zeros(tuple(base.shape)[:-len(impl.key_shape)], dtypes.float0)
+    return PRNGKeyArray(impl, base)
+
+
+transform_registry.register_node(PRNGKeyArray, lambda k: ((k._base,), k._impl), _unflatten_key)
 
 
 def is_typed_key(x) -> bool:
