@@ -91,3 +91,19 @@ transform_registry.register_node(
                                                                    tuple(sorted(d)))),
     lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)),
     _defaultdict_with_keys)
+
+
+def trailing_dims(tree: Any) -> list[int]:
+    """Per leaf of ``tree`` (this registry's), how many of its trailing dimensions belong
+    to its element type rather than to the user's shape: a typed key array's word
+    dimension (``key<fry>[3]`` is ``uint32[3, 2]`` here); 0 for every other leaf. For
+    negative axes (vmap's ``in_axes=-1`` on keys counts from the key's last dimension)."""
+    from minijax.runtime.pytree import registry as public_registry
+    out: list[int] = []
+    for leaf in public_registry.flatten(tree)[0]:
+        inner = _flatten(leaf)[0]
+        if getattr(type(leaf), "_typeof", None) is not None:
+            out.extend(len(x.shape) - len(leaf.shape) for x in inner)
+        else:
+            out.extend([0] * len(inner))
+    return out

@@ -105,4 +105,5 @@ rngs = nnx.Rngs(0, dropout=1)
 print(json.dumps({"nnx_mlp": nnx_losses(MLP(rngs), x, y),
                   "nnx_cnn": nnx_losses(CNN(nnx.Rngs(2, dropout=3)), img, img_y),
                   "linen_mlp": linen_losses(),
-                  "key_data": [int(v) for v in np.asarray(jax.random.key_data(rngs.dropout()))]}))
+                  "key_data": [int(v) for v in np.asarray(jax.random.key_data(rngs.dropout()))],
+                  "array_type": type(x).__module__}))

@@ -110,6 +110,14 @@ def test_jit_vmap_with_key_args_and_outputs():
     np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
     got = minijax.vmap(lambda d: mr.split(d["k"]), in_axes=({"k": 0},))({"k": ks})
     _same_keys(got, jax.vmap(lambda d: jr.split(d["k"]), in_axes=({"k": 0},))({"k": jks}))
+    # negative in_axes/out_axes count from the end of the key's shape, not of its words
+    ks, jks = mr.split(mr.key(5), (2, 3)), jr.split(jr.key(5), (2, 3))
+    for ax in (-1, -2, 1):
+        got = minijax.vmap(mr.key_data, in_axes=ax)(ks)
+        want = jax.vmap(jr.key_data, in_axes=ax)(jks)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        got = minijax.vmap(lambda k: mr.split(k), out_axes=ax)(ks[0])
+        _same_keys(got, jax.vmap(lambda k: jr.split(k), out_axes=ax)(jks[0]))
     # keys made inside vmap from a batch of seeds
     _same_keys(minijax.vmap(mr.key)(jnp.arange(3)), jax.vmap(jr.key)(jjnp.arange(3)))
 
