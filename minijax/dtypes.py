@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from minijax.core import dtypes as _dt
-from minijax.core.dtypes import ExtendedDType, bfloat16, extended, float0, prng_key
+from minijax.core.dtypes import (ExtendedDType, bfloat16, extended,  # noqa: F401 (re-export)
+                                 float0, prng_key)
 from minijax.core.errors import TypePromotionError
 from minijax.numpy._dtypes_api import _typed, finfo, iinfo
 from minijax.numpy._dtypes_api import issubdtype as _issubdtype
