@@ -101,8 +101,34 @@ def linen_losses():
     return out
 
 
+def nnx_transforms():
+    """Layers made under nnx.vmap with split rngs, run by nnx.scan; nnx.eval_shape gives
+    the abstract state (the rng key a ShapeDtypeStruct of key<fry>)."""
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(4, 4, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, h):
+            return self.drop(nnx.relu(self.lin(h))) + h
+
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap(in_axes=(0,), out_axes=0)
+    def make(rngs):
+        return Block(rngs)
+
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+    def forward(h, block):
+        return block(h)
+    stack = make(nnx.Rngs(0, dropout=1))
+    abstract = nnx.state(nnx.eval_shape(lambda: Block(nnx.Rngs(0))))
+    return {"scan": np.asarray(forward(jnp.ones((2, 4)), stack)).tolist(),
+            "abstract": [[list(v.shape), str(v.dtype)]
+                         for v in jax.tree_util.tree_leaves(abstract)]}
+
+
 rngs = nnx.Rngs(0, dropout=1)
-print(json.dumps({"nnx_mlp": nnx_losses(MLP(rngs), x, y),
+print(json.dumps({"nnx_transforms": nnx_transforms(),"nnx_mlp": nnx_losses(MLP(rngs), x, y),
                   "nnx_cnn": nnx_losses(CNN(nnx.Rngs(2, dropout=3)), img, img_y),
                   "linen_mlp": linen_losses(),
                   "key_data": [int(v) for v in np.asarray(jax.random.key_data(rngs.dropout()))],
