@@ -33,7 +33,7 @@ from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, 
                                    transpose_jaxpr)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
 from minijax._pytree import (register_pytree_node, tree_flatten, tree_unflatten,
-                               treedef_children)
+                             treedef_children)
 
 
 class _Traced(NamedTuple):

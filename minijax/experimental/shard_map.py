@@ -25,7 +25,7 @@ from minijax.core.trace import (DebugInfo, current_axis_env, extend_axis_env, ge
 from minijax.lax.shard_map import local_aval, rewrite_body, shard_map_p
 from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
 from minijax._pytree import (PrefixMismatchError, broadcast_prefix, tree_flatten,
-                                tree_unflatten)
+                             tree_unflatten)
 
 __all__ = ["shard_map"]
 

@@ -45,7 +45,7 @@ from minijax.lax import shape as _shape
 from minijax.lax import slicing as _slicing
 from minijax.lax import unary as _unary
 from minijax._pytree import (register_pytree_node_class, tree_flatten, tree_leaves, tree_map,
-                               tree_unflatten)
+                             tree_unflatten)
 
 __all__ = ["DivisionByZeroError", "Error", "ErrorEffect", "FailedCheckError", "JaxException",
            "JaxRuntimeError", "NaNError", "OOBError", "all_checks", "assert_func",

@@ -54,7 +54,7 @@ from minijax.stages.sharded import (Placement, aot_device, interned_ids, mesh_pl
                                     placement_of, to_buffers)
 from minijax.stages.stages import Traced
 from minijax._pytree import (PrefixMismatchError, broadcast_prefix, tree_flatten,
-                                tree_flatten_with_path)
+                             tree_flatten_with_path)
 
 logger = logging.getLogger("minijax")
 _flatten = tree_flatten
