@@ -13,7 +13,7 @@ from typing import Any
 from minijax.lax.callback import (VMAP_METHODS, FlatCallback, check_result_shape_dtypes,
                                   io_callback_p, pure_callback_p)
 from minijax.runtime.callback import effects_barrier
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["effects_barrier", "io_callback", "pure_callback"]
 

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import DebugInfo, Primitive, get_aval, trace_to_jaxpr
 from minijax.transforms.ad import linearize_flat
-from minijax.tree_util import tree_flatten, tree_map
+from minijax._pytree import tree_flatten, tree_map
 from minijax.api import checkpoint_policies
 from minijax.api.custom_derivatives import checkpoint, remat
 
@@ -47,7 +47,7 @@ def checkpoint_name(x, name: str):
 def saved_residuals(f, *args, **kwargs) -> list[tuple[ShapedArray, str]]:
     """What reverse-mode differentiation of ``f`` at ``args`` saves from the forward pass
     for the backward one: ``(aval, where it comes from)`` per residual, as jax's."""
-    from minijax.tree_util import tree_flatten_with_path, keystr, tree_unflatten
+    from minijax._pytree import tree_flatten_with_path, keystr, tree_unflatten
 
     flat_path, in_tree = tree_flatten_with_path((args, kwargs))
     names = []

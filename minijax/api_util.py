@@ -7,7 +7,7 @@ from typing import Any
 
 from minijax.core.trace import DebugInfo, get_aval
 from minijax.extend import linear_util as lu
-from minijax.tree_util import tree_flatten, tree_structure, tree_unflatten
+from minijax._pytree import tree_flatten, tree_structure, tree_unflatten
 
 __all__ = ["argnums_partial", "debug_info", "donation_vector", "flatten_axes", "flatten_fun",
            "flatten_fun_nokwargs", "rebase_donate_argnums", "safe_map", "shaped_abstractify"]
@@ -60,7 +60,7 @@ def safe_map(f, *args):
 
 def flatten_axes(name: str, treedef, axis_tree: Any, *, kws: bool = False, tupled_args=False):
     """``axis_tree`` (a prefix of ``treedef``) broadcast to one entry per leaf."""
-    from minijax.tree_util import broadcast_prefix
+    from minijax._pytree import broadcast_prefix
     proxy = tree_unflatten(treedef, [object()] * treedef.num_leaves)
     return broadcast_prefix(axis_tree, proxy, is_leaf=lambda x: x is None)
 

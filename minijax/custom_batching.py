@@ -25,7 +25,7 @@ from minijax.core.trace import Primitive, eval_jaxpr, get_aval
 from minijax.core.traceback_util import api_boundary
 from minijax.transforms.ad import jvp_flat
 from minijax.transforms.batching import bdim_at
-from minijax.tree_util import tree_broadcast, tree_flatten, tree_unflatten
+from minijax._pytree import tree_broadcast, tree_flatten, tree_unflatten
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 

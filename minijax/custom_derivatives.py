@@ -15,7 +15,7 @@ from minijax.api.custom_derivatives import (closure_convert, custom_gradient, cu
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import get_aval
 from minijax.transforms.ad import tangent_aval, zeros_like_aval
-from minijax.tree_util import tree_map
+from minijax._pytree import tree_map
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient",
            "custom_jvp", "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",

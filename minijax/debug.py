@@ -37,7 +37,7 @@ from minijax.lax.callback import debug_callback_p, debug_print_p, with_static_ar
 from minijax.runtime.array import Array
 from minijax.runtime.backend import default_device
 from minijax.runtime.sharding import AbstractMesh, SingleDeviceSharding
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
            "inspect_array_sharding", "log", "print", "visualize_array_sharding",

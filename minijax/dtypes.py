@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from minijax.core import dtypes as _dt
-from minijax.core.dtypes import bfloat16, extended, float0, prng_key
+from minijax.core.dtypes import (ExtendedDType, bfloat16, extended,  # noqa: F401 (re-export)
+                                 float0, prng_key)
 from minijax.core.errors import TypePromotionError
 from minijax.numpy._dtypes_api import _typed, finfo, iinfo
 from minijax.numpy._dtypes_api import issubdtype as _issubdtype
@@ -22,18 +23,6 @@ from minijax.random._keys import KeyTy
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo",
            "float0", "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type",
            "scalar_type_of"]
-
-
-class ExtendedDType:
-    """The base class of extended dtype objects (jax's ``dtypes.ExtendedDType``): a
-    library's dtype outside NumPy's names its scalar ``type`` (a subclass of
-    ``extended``) and its ``name``."""
-
-    type: type = extended
-    name: str = "extended"
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def supports_inf(dtype) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.core.trace import get_aval
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 

@@ -16,7 +16,7 @@ from minijax.runtime.array import Shard
 from minijax.runtime.transfer import device_put_tree
 from minijax.core.trace import Tracer
 from minijax.lax.sharding import with_sharding_constraint
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 from minijax._unsupported import _SHARDING_IN_TYPES, unsupported_function
 
 __all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",

@@ -15,7 +15,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.api.ad import jvp, vjp
-from minijax.tree_util import tree_flatten, tree_map
+from minijax._pytree import tree_flatten, tree_map
 
 _EPS = {np.dtype(np.float16): 2 ** -4, dtypes.bfloat16: 2 ** -4, np.dtype(np.float32): 2 ** -9,
         np.dtype(np.float64): 1e-6, np.dtype(np.complex64): 2 ** -9,

@@ -2,7 +2,9 @@
 
 Mirrors ``jax.tree_util``: tuples, lists, dicts, ``None`` and namedtuples are
 containers; anything else is a leaf unless registered with
-``register_pytree_node``.
+``register_pytree_node``. Typed PRNG key arrays are leaves, as in jax (the
+transformations unpack them to their uint32 words with the registry of
+``minijax._pytree``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import functools
 from typing import Any
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
-from minijax.runtime.pytree import (DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef,
-                                    SequenceKey, registry, treedef_tuple)
+from minijax.runtime.pytree import (REGISTRIES, DictKey, FlattenedIndexKey, GetAttrKey,
+                                    PyTreeDef, SequenceKey, registry, treedef_tuple)
 from minijax.runtime.pytree import all_leaves as _all_leaves
 
 __all__ = [
@@ -99,13 +101,15 @@ def tree_broadcast(prefix_tree: Any, full_tree: Any,
                    is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``prefix_tree`` with each of its leaves repeated over the subtree of ``full_tree``
     below it, so that the result has ``full_tree``'s structure."""
-    full_leaves, full_def = tree_flatten(full_tree, is_leaf)
-    del full_leaves
-    prefix_def = tree_structure(prefix_tree, is_leaf)
+    return _tree_broadcast(_flatten, prefix_tree, full_tree, is_leaf)
+
+
+def _tree_broadcast(flatten, prefix_tree, full_tree, is_leaf):
+    full_def = flatten(full_tree, is_leaf)[1]
+    leaves, prefix_def = flatten(prefix_tree, is_leaf)
     subtrees = prefix_def.flatten_up_to(full_tree)  # ValueError where it is no prefix
-    leaves = tree_leaves(prefix_tree, is_leaf)
-    out = [x for x, sub in zip(leaves, subtrees) for _ in range(tree_structure(sub,
-                                                                               is_leaf).num_leaves)]
+    out = [x for x, sub in zip(leaves, subtrees)
+           for _ in range(flatten(sub, is_leaf)[1].num_leaves)]
     return full_def.unflatten(out)
 
 
@@ -168,14 +172,25 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
     return inner_treedef.unflatten(outer_treedef.unflatten(c) for c in cols)
 
 
+def _registries_for(nodetype: type) -> tuple:
+    """The registries to register ``nodetype`` in: both, except when it is already a node
+    of the public registry only. That registry is jaxlib's default one, shared with jax
+    when both are imported: a type jax registered is then registered for minijax's
+    transformations alone (a second public registration would be a duplicate)."""
+    if registry.is_node(nodetype) and not REGISTRIES[1].is_node(nodetype):
+        return REGISTRIES[1:]
+    return REGISTRIES
+
+
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
                          flatten_with_keys_func: Callable | None = None) -> None:
     """Register ``nodetype`` as a container: ``flatten_func(x) -> (children, aux)``,
     ``unflatten_func(aux, children) -> x``."""
-    if flatten_with_keys_func is None:
-        registry.register_node(nodetype, flatten_func, unflatten_func)
-    else:
-        registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+    for reg in _registries_for(nodetype):
+        if flatten_with_keys_func is None:
+            reg.register_node(nodetype, flatten_func, unflatten_func)
+        else:
+            reg.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
 def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
@@ -184,7 +199,8 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
         def flatten_func(x):
             kids, aux = flatten_with_keys(x)
             return [c for _, c in kids], aux
-    registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+    for reg in _registries_for(nodetype):
+        reg.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -226,7 +242,8 @@ def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
                   f.name not in drop_fields]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
-    registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
+    for reg in _registries_for(nodetype):
+        reg.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
     return nodetype
 
 
@@ -237,11 +254,14 @@ def register_static(cls: type) -> type:
     return cls
 
 
+_flatten_with_path = registry.flatten_with_path
+
+
 def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
                            is_leaf_takes_path: bool = False):
     """``([(key_path, leaf), ...], treedef)``; with ``is_leaf_takes_path`` the predicate is
     called as ``is_leaf(key_path, x)``."""
-    return registry.flatten_with_path(tree, _path_leaf_predicate(is_leaf, is_leaf_takes_path))
+    return _flatten_with_path(tree, _path_leaf_predicate(is_leaf, is_leaf_takes_path))
 
 
 def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
@@ -277,11 +297,15 @@ def broadcast_prefix(prefix: Any, full: Any, is_leaf: Callable[[Any], bool]) -> 
     >>> broadcast_prefix((1, {"a": 2}), ([0, 0], {"a": 0}), lambda x: isinstance(x, int))
     [1, 1, 2]
     """
+    return _broadcast_prefix(_flatten, prefix, full, is_leaf)
+
+
+def _broadcast_prefix(flatten, prefix, full, is_leaf) -> list:
     out: list = []
 
     def walk(p, sub, where):
         if is_leaf(p):
-            out.extend([p] * len(tree_flatten(sub)[0]))
+            out.extend([p] * len(flatten(sub)[0]))
         elif isinstance(p, (tuple, list)) and isinstance(sub, (tuple, list)) \
                 and len(p) == len(sub):
             for k, (a, b) in enumerate(zip(p, sub)):
@@ -332,7 +356,7 @@ class Partial:
         return f"Partial({self.func!r}, {len(self.args)} args)"
 
 
-registry.register_node(
+register_pytree_node(
     Partial,
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]),

@@ -5,7 +5,7 @@ checked against the layer table below; an import of a module in a higher layer f
 Modules of the same layer may import each other.
 
     0  core, tree_util, config,      IR, tracing, Primitive, dtypes, errors, pytrees;
-       version                       (version: a leaf)
+       version, _pytree              (version: a leaf; _pytree: the transforms' pytrees)
     1  transforms, lowering          interpreters (ad, partial eval, batching) on flat data;
                                        jaxpr -> StableHLO
     2  lax                           primitives and their rules (register downward)
@@ -30,7 +30,7 @@ ROOT = pathlib.Path(minijax.__file__).parent
 # The first dotted component below ``minijax`` -> its layer. Anything not listed is public
 # API (layer 4), so new public modules need no entry.
 LAYERS = {
-    "core": 0, "tree_util": 0, "config": 0, "version": 0,
+    "core": 0, "tree_util": 0, "_pytree": 0, "config": 0, "version": 0,
     "transforms": 1, "lowering": 1,
     "lax": 2,
     "runtime": 3, "stages": 3,

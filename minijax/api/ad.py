@@ -21,8 +21,8 @@ from minijax.lax.convert import convert_element_type
 from minijax.runtime.transfer import device_put
 from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass, instantiate, jvp_flat,
                                    linearize_flat, tangent_aval)
-from minijax.tree_util import (Partial, keystr, tree_flatten, tree_flatten_with_path,
-                               tree_unflatten)
+from minijax._pytree import (Partial, keystr, tree_flatten, tree_flatten_with_path,
+                             tree_unflatten)
 
 
 def _check_tangent(p, t, i):

@@ -32,8 +32,8 @@ from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, 
                                    is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
                                    transpose_jaxpr)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
-from minijax.tree_util import (register_pytree_node, tree_flatten, tree_unflatten,
-                               treedef_children)
+from minijax._pytree import (register_pytree_node, tree_flatten, tree_unflatten,
+                             treedef_children)
 
 
 class _Traced(NamedTuple):
@@ -151,7 +151,7 @@ class custom_jvp:
                 contrib = fn(t, out, *primals)
                 acc = contrib if acc is None else _tree_add(acc, contrib)
             if acc is None:
-                from minijax.tree_util import tree_map
+                from minijax._pytree import tree_map
                 acc = tree_map(lambda o: instantiate(Zero(tangent_aval(get_aval(o)))), out)
             return out, acc
         self.jvp = jvp
@@ -233,7 +233,7 @@ def _check_jvp_tangents(out_flat: list, tout_flat: list) -> None:
 
 
 def _tree_add(a, b):
-    from minijax.tree_util import tree_map
+    from minijax._pytree import tree_map
     from minijax.transforms.ad import add_tangents
     return tree_map(add_tangents, a, b)
 

@@ -17,7 +17,7 @@ from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import JACOBIAN_DOC, index_or_tuple, wraps
 from minijax.api.ad import _argnums_tuple, check_input_dtype, check_output_dtype, jvp, vjp
 from minijax.api.vmap import vmap
-from minijax.tree_util import tree_flatten, tree_map, tree_unflatten
+from minijax._pytree import tree_flatten, tree_map, tree_unflatten
 
 
 def _check_jacfwd_input(x, holomorphic: bool) -> None:

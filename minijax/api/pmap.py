@@ -34,7 +34,7 @@ from minijax.runtime.replicated import ReplicatedExecutable, compile_replicated
 from minijax.runtime.transfer import put_numpy
 from minijax.stages.common import (abstractify, as_tuple, fun_name, module_name, result_names,
                                    wraps)
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 __all__ = ["pmap"]
 

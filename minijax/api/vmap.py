@@ -13,7 +13,8 @@ from minijax.core.trace import _state, get_aval, use_trace
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import vmap_doc, wraps
 from minijax.transforms.batching import BatchTrace, BatchTracer, bdim_at
-from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from minijax._pytree import (keystr, trailing_dims, tree_flatten, tree_flatten_with_path,
+                             tree_unflatten)
 
 
 # ---- vmap ------------------------------------------------------------------------------------
@@ -60,12 +61,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
         axes = _flatten_axes("in_axes", args, in_axes, names[:n_pos]) + [0] * (len(leaves) - n_pos)
         size = _mapped_size(leaves, axes, names, axis_size)
         trace = BatchTrace(_state.trace, size, axis_name)
+        # a negative axis counts from the end of a key array's shape, not of its words
+        extra = (trailing_dims((args, kwargs)) if any(ax is not None and ax < 0 for ax in axes)
+                 else None)
         tracers = []
-        for x, ax in zip(leaves, axes):
+        for i, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is None:
                 tracers.append(x)
                 continue
-            nd = get_aval(x).ndim
+            nd = get_aval(x).ndim - (extra[i] if extra else 0)
             tracers.append(BatchTracer(trace, x, ax % nd))
         a, k = in_tree.unflatten(tracers)
         with use_trace(trace):
@@ -74,8 +78,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
         out_pairs, out_tree = tree_flatten_with_path(out)
         outs = [x for _, x in out_pairs]
         oaxes = _flatten_axes("out_axes", out, out_axes, [""] * len(outs))
+        extra = (trailing_dims(out) if any(ax is not None and ax < 0 for ax in oaxes)
+                 else None)
         results = []
-        for (path, o), oax in zip(out_pairs, oaxes):
+        for i, ((path, o), oax) in enumerate(zip(out_pairs, oaxes)):
             v, d = trace.split(o)
             if oax is None:
                 if d is not None:
@@ -83,7 +89,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
                                      f"out_axes is None")
                 results.append(v)
                 continue
-            rank = get_aval(v).ndim + (1 if d is None else 0)
+            rank = get_aval(v).ndim + (1 if d is None else 0) - (extra[i] if extra else 0)
             if not -rank <= oax < rank:
                 raise ValueError(f"vmap out_axes {oax} is out of bounds for output "
                                  f"result{keystr(path)} of rank {rank}")

@@ -97,7 +97,7 @@ class ShapedArray(AbstractValue):
         # Fields are set once, through the slot descriptors: a ShapedArray is immutable
         # (avals are shared and interned, so changing one in place would change the type
         # of every array and tracer holding it).
-        shape, dtype, weak_type = tuple(shape), np.dtype(dtype), bool(weak_type)
+        shape, dtype, weak_type = tuple(shape), dtypes.aval_dtype(dtype), bool(weak_type)
         _set_shape(self, shape)
         _set_dtype(self, dtype)
         _set_weak_type(self, weak_type)
@@ -217,7 +217,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape, dtype, *, weak_type: bool = False, sharding=None):
         self.shape = canonicalize_shape(shape, "shape of ShapeDtypeStruct")
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtypes.aval_dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding
 

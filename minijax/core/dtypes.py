@@ -311,7 +311,10 @@ def dtype_of(x) -> np.dtype:
 
 
 def short_name(dt) -> str:
-    """JAX's short dtype name used in jaxprs and error messages: f32, i32, bool, bf16..."""
+    """JAX's short dtype name used in jaxprs and error messages: f32, i32, bool, bf16...
+    (an extended dtype's own name, e.g. ``key<fry>``)."""
+    if isinstance(dt, ExtendedDType):
+        return dt.name
     return _SHORT.get(np.dtype(dt), str(np.dtype(dt)))
 
 
@@ -329,3 +332,22 @@ class extended(np.generic):
 class prng_key(extended):
     """The abstract scalar type of the dtypes of typed PRNG key arrays
     (``minijax.random.key``): their dtype's ``type``, as in jax."""
+
+
+class ExtendedDType:
+    """The base class of extended dtype objects (jax's ``dtypes.ExtendedDType``): a
+    library's dtype outside NumPy's names its scalar ``type`` (a subclass of
+    ``extended``) and its ``name``. ``ShapedArray`` keeps such a dtype as it is
+    (``typeof(minijax.random.key(0))`` is ``ShapedArray(key<fry>[])``)."""
+
+    __slots__ = ()
+    type: type = extended
+    name: str = "extended"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def aval_dtype(dtype):
+    """``dtype`` as an aval holds it: a NumPy dtype, or an extended dtype as is."""
+    return dtype if isinstance(dtype, ExtendedDType) else np.dtype(dtype)

@@ -36,7 +36,7 @@ from minijax.lax.checkify import (Error, FailedCheckError, JaxException, JaxRunt
                                   nan_checks, user_checks)
 from minijax.lax.unary import bitwise_not
 from minijax.runtime.basearray import Array
-from minijax.tree_util import tree_flatten, tree_leaves, tree_unflatten
+from minijax._pytree import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks",
            "check", "check_error", "checkify", "debug_check", "div_checks", "float_checks",

@@ -25,7 +25,7 @@ from minijax.api.vmap import vmap
 from minijax.custom_derivatives import closure_convert, custom_vjp
 from minijax.flatten_util import ravel_pytree
 from minijax.stages.jit import jit
-from minijax.tree_util import tree_leaves, tree_map
+from minijax._pytree import tree_leaves, tree_map
 
 __all__ = ["odeint"]
 

@@ -24,8 +24,8 @@ from minijax.core.trace import (DebugInfo, current_axis_env, extend_axis_env, ge
                                 split_tracer_consts, trace_to_jaxpr)
 from minijax.lax.shard_map import local_aval, rewrite_body, shard_map_p
 from minijax.runtime.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
-from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
-                                tree_unflatten)
+from minijax._pytree import (PrefixMismatchError, broadcast_prefix, tree_flatten,
+                             tree_unflatten)
 
 __all__ = ["shard_map"]
 

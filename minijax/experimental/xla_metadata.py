@@ -27,7 +27,7 @@ from minijax.core.jaxpr import EqnContext
 from minijax.core.trace import Primitive, _state, merge_ctx
 from minijax.stages.fusion import MustFuseWarning
 from minijax.stages.jit import tagged_call
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["set_xla_metadata", "fuse_limit", "must_fuse_call", "MustFuseWarning"]
 

@@ -32,7 +32,7 @@ from minijax.lowering.types import type_of
 from minijax.runtime import backend as _backend
 from minijax.runtime import portable
 from minijax.stages.jit import Wrapped
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["DisabledSafetyCheck", "Exported", "call", "call_exported",
            "default_export_platform", "export", "maximum_supported_calling_convention_version",
@@ -394,7 +394,7 @@ call_exported = call
 def _arg_descr(exported: Exported, i: int, dim: int | None = None) -> str:
     """``args[0]['w']`` (or ``kwargs['scale']``), with ``.shape[dim]``: flat argument ``i``
     by its path in ``(args, kwargs)``, as jax names it in call errors."""
-    from minijax.tree_util import SequenceKey, keystr, tree_flatten_with_path
+    from minijax._pytree import SequenceKey, keystr, tree_flatten_with_path
     try:
         tree = exported.in_tree
         path = tree_flatten_with_path(tree_unflatten(tree, [0] * tree.num_leaves))[0][i][0]

@@ -21,7 +21,8 @@ from minijax.core.aval import ShapedArray
 from minijax.core.shape_poly import SymbolicScope, symbolic_shape
 from minijax.export import _export
 from minijax.export._flatbuf import FlatbufferError, Scalars, Table, Vector, build, root
-from minijax.runtime.pytree import PyTreeDef, registry
+from minijax.runtime.pytree import PyTreeDef
+from minijax.runtime.pytree import transform_registry as registry
 from minijax.stages import serialization as _stages_ser
 
 __all__ = ["deserialize", "serialize"]

@@ -39,7 +39,7 @@ from minijax.lax.slicing import index_in_dim
 from minijax.lowering.lower import HostCallback
 from minijax.lowering.tokens import TOKEN, get_token, set_token
 from minijax.transforms.batching import moveaxis
-from minijax.tree_util import tree_flatten, tree_leaves, tree_unflatten
+from minijax._pytree import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = ["FlatCallback", "TO_HOST_ARRAY", "debug_callback_p", "debug_print_p",
            "io_callback_p", "pure_callback_p"]

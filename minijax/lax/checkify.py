@@ -44,8 +44,8 @@ from minijax.lax.select import select
 from minijax.lax import shape as _shape
 from minijax.lax import slicing as _slicing
 from minijax.lax import unary as _unary
-from minijax.tree_util import (register_pytree_node_class, tree_flatten, tree_leaves, tree_map,
-                               tree_unflatten)
+from minijax._pytree import (register_pytree_node_class, tree_flatten, tree_leaves, tree_map,
+                             tree_unflatten)
 
 __all__ = ["DivisionByZeroError", "Error", "ErrorEffect", "FailedCheckError", "JaxException",
            "JaxRuntimeError", "NaNError", "OOBError", "all_checks", "assert_func",

@@ -21,7 +21,7 @@ from minijax.core.trace import (DebugInfo, Primitive, Tracer, get_aval, split_tr
                                 trace_to_jaxpr)
 from minijax.lowering.types import elem_type, string_attr
 from minijax.transforms.batching import batch_jaxpr
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 composite_p = Primitive("composite", multiple_results=True)
 

@@ -25,7 +25,7 @@ from minijax.lax.shape import (broadcast_in_dim, canonicalize_axis, concatenate,
 from minijax.lax.slicing import slice_in_dim
 from minijax.lowering.types import dense_i64, i64_array
 from minijax.transforms.ad import Zero, deflinear, tangent_aval
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 
 def _logaddexp_region(ctx, kind: str, dtype):

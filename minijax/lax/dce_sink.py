@@ -8,7 +8,7 @@ further effect on XLA:CPU here.
 from __future__ import annotations
 
 from minijax.core.trace import Primitive
-from minijax.tree_util import tree_leaves
+from minijax._pytree import tree_leaves
 
 dce_sink_p = Primitive("dce_sink", multiple_results=True)
 

@@ -32,7 +32,7 @@ from minijax.lax.slicing import slice_in_dim
 from minijax.lowering.types import i64_array
 from minijax.transforms.ad import Zero, instantiate, jvp_flat, tangent_aval
 from minijax.transforms.batching import batch_jaxpr, bdim_at
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 reduce_p = Primitive("reduce", multiple_results=True)
 

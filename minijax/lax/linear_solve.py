@@ -30,7 +30,7 @@ from minijax.lax.binary import sub
 from minijax.transforms.ad import (UndefinedPrimal, Zero, instantiate, jvp_flat, tangent_aval,
                                    transpose_jaxpr)
 from minijax.transforms.batching import batch_jaxpr, bdim_at, moveaxis
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
 

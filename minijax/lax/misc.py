@@ -25,7 +25,7 @@ def _stop_gradient_lower(ctx, x):
 
 def stop_gradient(x):
     """``x`` unchanged, but with zero derivative; applies to every leaf of a pytree."""
-    from minijax import tree_util
+    from minijax import _pytree as tree_util
     return tree_util.tree_map(stop_gradient_p.bind, x)
 
 

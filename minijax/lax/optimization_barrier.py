@@ -9,7 +9,7 @@ batched operands where they are.
 
 from __future__ import annotations
 
-from minijax import tree_util
+from minijax import _pytree as tree_util
 from minijax.core.trace import Primitive
 from minijax.transforms.ad import instantiate
 

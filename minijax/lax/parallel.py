@@ -175,7 +175,7 @@ pmin_p.def_jvp(_chooser_jvp(pmin_p))
 
 
 def _tree_bind(prim, x, axis_name):
-    from minijax.tree_util import tree_flatten, tree_unflatten
+    from minijax._pytree import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(x)
     axes = _axes_tuple(axis_name)
     _check_axes(axes)  # here every enclosing vmap is visible, for the error message
@@ -210,7 +210,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     _no_groups("pmean", axis_index_groups)
     from minijax.lax.binary import div
     from minijax.lax.convert import convert_element_type
-    from minijax.tree_util import tree_map
+    from minijax._pytree import tree_map
     size = _check_axes(_axes_tuple(axis_name))
 
     def mean(v):  # jnp.true_divide's promotion: integers and booleans give floats
@@ -299,7 +299,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
     """Every member's ``x``, stacked along ``axis`` (concatenated if ``tiled``). ``to`` is
     jax's type of the result in shard_map (minijax infers replication itself)."""
     _no_groups("all_gather", axis_index_groups)
-    from minijax.tree_util import tree_map
+    from minijax._pytree import tree_map
     names = _axes_tuple(axis_name)
     _check_axes(names)
     return tree_map(lambda v: all_gather_p.bind(v, axis_name=names, axis=int(axis),
@@ -453,7 +453,7 @@ deflinear(ppermute_p, _ppermute_transpose)
 
 def ppermute(x, axis_name, perm):
     """Send each member's ``x`` to the member ``perm`` maps it to (others get zeros)."""
-    from minijax.tree_util import tree_map
+    from minijax._pytree import tree_map
     perm = tuple((int(s), int(d)) for s, d in perm)
     names = _axes_tuple(axis_name)
     _check_axes(names)
@@ -533,7 +533,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
     removed)."""
     _no_groups("psum_scatter", axis_index_groups)
     from minijax import lax
-    from minijax.tree_util import tree_map
+    from minijax._pytree import tree_map
     names = _axes_tuple(axis_name)
     size = _check_axes(names)
 
@@ -610,7 +610,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
     inserted at ``concat_axis``)."""
     _no_groups("all_to_all", axis_index_groups)
     from minijax import lax
-    from minijax.tree_util import tree_map
+    from minijax._pytree import tree_map
     names = _axes_tuple(axis_name)
     size = _check_axes(names)
 

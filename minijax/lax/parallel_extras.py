@@ -19,7 +19,7 @@ from __future__ import annotations
 from minijax.core.trace import Primitive
 from minijax.lax.parallel import all_gather, all_to_all, ppermute
 from minijax.lax.slicing import index_in_dim
-from minijax.tree_util import tree_map
+from minijax._pytree import tree_map
 
 ragged_all_to_all_p = Primitive("ragged_all_to_all")
 

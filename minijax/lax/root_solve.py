@@ -28,7 +28,7 @@ from minijax.lax.linear_solve import split_operands, trace_pytree_fn
 from minijax.lax.unary import neg
 from minijax.transforms.ad import Zero, instantiate, jvp_flat, tangent_aval
 from minijax.transforms.batching import batch_jaxpr, bdim_at, moveaxis
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 custom_root_p = Primitive("custom_root", multiple_results=True)
 

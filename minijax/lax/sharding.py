@@ -65,7 +65,7 @@ def constrain(ctx, value, sharding):
 def with_sharding_constraint(x, shardings):
     """``x`` (a pytree), with each leaf laid out as ``shardings`` (one sharding for
     every leaf, or a pytree like ``x``) from here on; the values are unchanged."""
-    from minijax import tree_util
+    from minijax import _pytree as tree_util
     leaves, tree = tree_util.tree_flatten(x)
     if hasattr(shardings, "hlo_text"):
         per_leaf = [shardings] * len(leaves)

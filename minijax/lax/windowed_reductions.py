@@ -39,7 +39,7 @@ from minijax.lowering.types import dense_i64, i64_array
 from minijax.transforms.ad import (Zero, defjvp, deflinear, instantiate, jvp_jaxpr,
                                    tangent_aval)
 from minijax.transforms.batching import bdim_at
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 # ---- shapes ---------------------------------------------------------------------------------
 

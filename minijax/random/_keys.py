@@ -6,8 +6,10 @@ array, a ``PRNGKeyArray`` whose dtype is ``key<fry>`` and whose shape leaves out
 the trailing 2 (``key_data`` gives the words back). Every sampler takes either
 kind; ``split`` and ``fold_in`` return the kind they were given.
 
-A ``PRNGKeyArray`` is a pytree with one leaf, its uint32 words, so it passes
-through ``jit``, ``vmap``, ``grad``, ``lax.scan`` and friends as that array.
+A ``PRNGKeyArray`` is a pytree leaf (``minijax.tree_util``), as in jax; the
+transformations flatten with ``minijax._pytree``, where it is a node over its uint32
+words, so it passes through ``jit``, ``vmap``, ``grad``, ``lax.scan`` and friends as
+that array and comes back out as a key.
 
 The operations follow jax's default ``jax_threefry_partitionable=True`` streams:
 
@@ -32,7 +34,7 @@ from minijax.lax.prng import iota_2x32_shape, threefry2x32, threefry_2x32
 from minijax.runtime.array import Array
 from minijax.runtime.basearray import Array as ArrayType
 from minijax.stages.jit import jit
-from minijax.tree_util import register_pytree_node
+from minijax.runtime.pytree import transform_registry
 
 _U32 = np.dtype(np.uint32)
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
@@ -60,7 +62,7 @@ THREEFRY = PRNGImpl("threefry2x32", "fry", (2,))
 _OTHER_JAX_IMPLS = ("rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
 
 
-class KeyTy:
+class KeyTy(dtypes.ExtendedDType):
     """The dtype of typed key arrays, ``key<fry>`` for Threefry keys."""
 
     __slots__ = ("_impl",)
@@ -81,6 +83,12 @@ class KeyTy:
         return self.name
 
     __str__ = __repr__
+
+    def _physical_struct(self, struct: aval.ShapeDtypeStruct) -> PRNGKeyArray:
+        """What the transformations trace for a ``ShapeDtypeStruct`` of this dtype: a key
+        array over a struct of its uint32 words."""
+        return PRNGKeyArray(self._impl, aval.ShapeDtypeStruct(
+            (*struct.shape, *self._impl.key_shape), _U32))
 
     def __eq__(self, other) -> bool:
         return type(other) is KeyTy and self._impl is other._impl
@@ -125,7 +133,7 @@ class PRNGKeyArray:
     # -- array-like attributes
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(get_aval(self._base).shape[:-len(self._impl.key_shape)])
+        return tuple(self._base.shape[:-len(self._impl.key_shape)])
 
     @property
     def ndim(self) -> int:
@@ -142,6 +150,14 @@ class PRNGKeyArray:
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
+
+    def _typeof(self) -> aval.ShapedArray:
+        """``minijax.typeof(keys)``: ``ShapedArray(key<fry>[*shape])``, as in jax."""
+        return aval.ShapedArray(self.shape, self.dtype)
+
+    @property
+    def sharding(self):
+        return getattr(self._base, "sharding", None)
 
     @property
     def nbytes(self) -> int:
@@ -227,8 +243,18 @@ class PRNGKeyArray:
         return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._base}"
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
-                     lambda impl, children: PRNGKeyArray(impl, children[0]))
+# A leaf of ``minijax.tree_util`` pytrees (as in jax), and a node over its words in the
+# registry the transformations flatten with (``minijax._pytree``).
+def _unflatten_key(impl: PRNGImpl, children):
+    (base,) = children
+    if getattr(base, "dtype", None) == dtypes.float0:
+        # A key's tangent/cotangent (grad with allow_int=True): float0 of the key's shape,
+        # as in jax, not a key over float0 words.
+        return np.zeros(tuple(base.shape)[:-len(impl.key_shape)], dtypes.float0)
+    return PRNGKeyArray(impl, base)
+
+
+transform_registry.register_node(PRNGKeyArray, lambda k: ((k._base,), k._impl), _unflatten_key)
 
 
 def is_typed_key(x) -> bool:

@@ -28,7 +28,7 @@ from minijax.core.trace import Tracer
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharded_executable as _sharded
 from minijax.runtime import sharding as _sharding
-from minijax.runtime.pytree import registry
+from minijax.runtime.pytree import transform_registry as registry
 from minijax.runtime.array import (Array, _Locked, _sharding_of_aval, _wrap, intern_aval,
                                    to_numpy)
 

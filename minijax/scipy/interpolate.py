@@ -9,7 +9,7 @@ import numpy as np
 
 from minijax import numpy as jnp
 from minijax.numpy._promote import _check_args, promote_dtypes_inexact
-from minijax.tree_util import register_pytree_node
+from minijax._pytree import register_pytree_node
 
 __all__ = ["RegularGridInterpolator"]
 

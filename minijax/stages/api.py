@@ -16,7 +16,7 @@ from minijax.core.jaxpr import ClosedJaxpr, EqnContext
 from minijax.core.trace import _state, get_aval, merge_ctx
 from minijax.core.trace import ensure_compile_time_eval  # noqa: F401  (re-exported)
 from minijax.core.traceback_util import api_boundary
-from minijax.tree_util import tree_leaves
+from minijax._pytree import tree_leaves
 
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
@@ -59,6 +59,9 @@ def typeof(x) -> ShapedArray:
     from minijax.lax.state import Ref
     if isinstance(x, Ref):
         return x.aval
+    typeof_method = getattr(type(x), "_typeof", None)  # typed key arrays: key<fry>[...]
+    if typeof_method is not None:
+        return typeof_method(x)
     return get_aval(x)
 
 

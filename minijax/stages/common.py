@@ -16,7 +16,31 @@ from minijax.core.aval import (ShapedArray, ShapeDtypeStruct, canonicalize_shape
                                check_nonnegative_shape)
 from minijax.core.trace import Tracer, get_aval
 from minijax.runtime.array import Array
-from minijax.tree_util import keystr
+from minijax._pytree import keystr
+
+
+def physical_structs(tree):
+    """``tree`` with each ``ShapeDtypeStruct`` of an extended dtype (``key<fry>``) replaced
+    by what the transformations trace for it (a key array over a uint32 struct)."""
+    from minijax import tree_util  # the public registry: such a struct is a leaf there
+
+    def one(x):
+        if isinstance(x, ShapeDtypeStruct) and isinstance(x.dtype, dtypes.ExtendedDType):
+            return x.dtype._physical_struct(x)
+        return x
+    return tree_util.tree_map(one, tree)
+
+
+def public_structs(tree):
+    """``tree`` of ``ShapeDtypeStruct``s as the user sees it: a key array over a uint32
+    struct is one ``ShapeDtypeStruct`` of the key dtype (as jax's ``eval_shape`` gives)."""
+    from minijax import tree_util
+
+    def one(x):
+        if getattr(type(x), "_typeof", None) is not None:
+            return ShapeDtypeStruct(x.shape, x.dtype)
+        return x
+    return tree_util.tree_map(one, tree)
 
 
 def abstractify(x, allow_shape_dtype: bool = False) -> ShapedArray:

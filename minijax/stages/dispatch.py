@@ -38,7 +38,7 @@ from minijax.core.trace import EVAL_TRACE, _state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.runtime._native import speedups
 from minijax.runtime.array import Array
-from minijax.runtime.pytree import registry
+from minijax.runtime.pytree import transform_registry as registry
 from minijax.runtime.transfer import (CONSTANTS, NUMPY_SPECS, NUMPY_TYPES, PY_SCALAR_TYPES,
                                       SCALAR_SPECS, constant_key, put_numpy_arg, put_scalar,
                                       scalar_constant)

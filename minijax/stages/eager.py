@@ -19,7 +19,7 @@ from minijax.stages.jit import Wrapped
 from minijax.lowering.lower import lower_module
 from minijax.runtime.array import Array
 from minijax.runtime.transfer import PY_SCALAR_TYPES, scalar_constant
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 # (primitive, ids of the interned avals of Array arguments, params) -> run; emptied when
 # a config flag that changes programs is updated (see minijax.stages.jit), and when an

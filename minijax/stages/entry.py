@@ -13,7 +13,7 @@ from minijax.core.effects import jaxpr_effects
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, dce_jaxpr, used_invars
 from minijax.core.lru import LRUCache
 from minijax.core.shape_poly import DimExpr
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 from minijax.stages.compiler import donation_aliases
 
 __all__ = ["TraceEntry", "flat_entry", "forwarded_inputs", "param_runner", "used_inputs"]

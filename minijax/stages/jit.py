@@ -43,7 +43,8 @@ from minijax.runtime.array import Array
 from minijax.stages.cache import EXECUTABLES
 from minijax.stages.common import (abstractify, arg_names_from_paths, argnames_tuple,
                                    argnums_tuple, call_device, check_argnames, check_argnums,
-                                   fun_name, raise_if_deleted, wraps)
+                                   fun_name, physical_structs, public_structs,
+                                   raise_if_deleted, wraps)
 from minijax.runtime.transfer import PY_SCALAR_TYPES, record_numpy_specs, scalar_specs
 from minijax.stages.dispatch import DispatchBase, flat_key, make_constants, mark_donated
 from minijax.stages.entry import TraceEntry, used_inputs
@@ -52,8 +53,8 @@ from minijax.stages.jit_primitive import jit_p
 from minijax.stages.sharded import (Placement, aot_device, interned_ids, mesh_placement,
                                     placement_of, to_buffers, explicit_placement)
 from minijax.stages.stages import Traced
-from minijax.tree_util import (PrefixMismatchError, broadcast_prefix, tree_flatten,
-                                tree_flatten_with_path)
+from minijax._pytree import (PrefixMismatchError, broadcast_prefix, tree_flatten,
+                             tree_flatten_with_path)
 
 logger = logging.getLogger("minijax")
 _flatten = tree_flatten
@@ -264,6 +265,8 @@ class Wrapped(DispatchBase):
         traced once and the caller's metadata is applied when it is lowered.
         """
         statics, dyn_args, dyn_kwargs, dyn_nums = self._split(args, kwargs)
+        if allow_shape_dtype:  # (lower, eval_shape) structs of key dtypes trace as keys
+            dyn_args, dyn_kwargs = physical_structs((dyn_args, dyn_kwargs))
         if dyn_kwargs and self._shardings is not None and self._shardings[0] is not None:
             raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         leaves, in_tree = _flatten((dyn_args, dyn_kwargs))
@@ -609,9 +612,9 @@ class Wrapped(DispatchBase):
     def eval_shape(self, *args, **kwargs):
         from minijax.core.aval import ShapeDtypeStruct
         entry, _ = self._entry(args, kwargs, allow_shape_dtype=True)
-        return entry.out_tree.unflatten(
+        return public_structs(entry.out_tree.unflatten(
             ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-            for a in entry.out_avals)
+            for a in entry.out_avals))
 
     def _cache_size(self) -> int:
         """How many argument signatures have been traced and cached."""
@@ -716,7 +719,7 @@ def _prefix_to_leaves(prefix: Any, structure: Any, what: str, name: str) -> list
 def _remap_path(path: tuple, dyn_nums: Sequence[int]) -> tuple:
     """A path into (dyn_args, dyn_kwargs) -> the same path into (args, kwargs)."""
     if len(path) >= 2 and getattr(path[0], "idx", None) == 0:
-        from minijax.tree_util import SequenceKey
+        from minijax._pytree import SequenceKey
         return (path[0], SequenceKey(dyn_nums[path[1].idx])) + tuple(path[2:])
     return path
 
@@ -773,7 +776,7 @@ def _has_ref(args: tuple, kwargs: dict) -> bool:
 
 def _check_outputs(name: str, outs: list, paths: list) -> None:
     from minijax.core.trace import Tracer
-    from minijax.tree_util import keystr
+    from minijax._pytree import keystr
     import numpy as np
     for x, p in zip(outs, paths):
         if isinstance(x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)):

@@ -143,7 +143,7 @@ def _jit_checkify(error, enabled, *args, jaxpr, name, donated_invars=(), inline=
                   call_metadata=()):
     from minijax.core.trace import get_aval
     from minijax.lax.checkify import checkify_closed
-    from minijax.tree_util import tree_flatten, tree_unflatten
+    from minijax._pytree import tree_flatten, tree_unflatten
     err_vals, err_tree = tree_flatten(error)
     in_avals = [get_aval(x) for x in (*err_vals, *args)]
     checked, out_tree, _ = checkify_closed(jaxpr, enabled, err_tree, in_avals)

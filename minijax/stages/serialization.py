@@ -71,7 +71,8 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.runtime import executable as _rt_exe
 from minijax.runtime.executable import DeserializationError
-from minijax.runtime.pytree import PyTreeDef, registry
+from minijax.runtime.pytree import PyTreeDef
+from minijax.runtime.pytree import transform_registry as registry
 
 __all__ = ["DeserializationError", "deserialize", "register_namedtuple_serialization",
            "register_pytree_node_serialization", "serialize"]

@@ -29,7 +29,7 @@ from minijax.stages.dispatch import DispatchBase, make_constants, mark_donated
 from minijax.stages.entry import flat_entry, forwarded_inputs, param_runner
 from minijax.stages.sharded import Placement, interned_ids, sharding_attrs, to_buffers
 from minijax.stages.fusion import MustFuseError, check_attributes_survived, fusion_report
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 
 class ArgInfo:

@@ -26,7 +26,7 @@ from minijax.lowering import mlir
 from minijax.lowering.lower import lower_module
 from minijax.lowering.types import string_attr
 from minijax.stages.common import as_tuple, fun_name, module_name, result_names
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 __all__ = ["XlaComputation", "xla_computation"]
 

@@ -310,10 +310,11 @@ def _point_unflatten(tag, children):
     return Point(*children, tag)
 
 
-# minijax's registry is jaxlib's default one, which jax registers in too (with two more
-# of its own, which its jit uses): jax's one registration serves both, and a second one
-# would be a duplicate
+# minijax's public registry is jaxlib's default one, which jax registers in too (with two
+# more of its own, which its jit uses); minijax's registration after jax's adds the type
+# to minijax's transform registry only (the public one already has it)
 jax.tree_util.register_pytree_node(Point, _point_flatten, _point_unflatten)
+minijax.tree_util.register_pytree_node(Point, _point_flatten, _point_unflatten)
 # jax looks for its own Python-side registration unless from_children is given
 for _m in (mexport, jexport):
     _m.register_pytree_node_serialization(

@@ -46,7 +46,7 @@ from minijax.experimental.pallas._core import (BlockMapping, BlockSpec, GridMapp
 from minijax.experimental.pallas._discharge import KernelContext, run_state
 from minijax.experimental.pallas._primitives import Ref, tracing_kernel
 from minijax.lax._util import type_error
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 pallas_call_p = Primitive("pallas_call", multiple_results=True)
 

@@ -9,7 +9,7 @@ import operator
 from collections.abc import Callable, Sequence
 
 from minijax.api.ad import value_and_grad as _value_and_grad
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "value_and_grad"]
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from minijax import numpy as jnp
-from minijax.tree_util import register_pytree_node
+from minijax._pytree import register_pytree_node
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum",
            "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from minijax import numpy as jnp
 from minijax.experimental.sparse.bcoo import BCOO, _unsupported_layout, bcoo_fromdense
-from minijax.tree_util import register_pytree_node
+from minijax._pytree import register_pytree_node
 
 __all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense"]
 

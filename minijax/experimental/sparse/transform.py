@@ -17,7 +17,7 @@ from minijax import numpy as jnp
 from minijax.core.jaxpr import Literal
 from minijax.experimental.sparse.bcoo import (BCOO, _add, _multiply, bcoo_dot_general,
                                               bcoo_reduce_sum, bcoo_transpose)
-from minijax.tree_util import tree_flatten, tree_unflatten
+from minijax._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["sparsify"]
 

@@ -25,7 +25,7 @@ from minijax.lax.convert import convert_element_type, convert_element_type_p
 from minijax.lax.shape import broadcast_in_dim
 from minijax.transforms.ad import Zero, jvp_jaxpr, partial_eval_jaxpr
 from minijax.transforms.batching import batch_jaxpr, broadcast_batch
-from minijax.tree_util import PyTreeDef, keystr, tree_flatten_with_path
+from minijax._pytree import PyTreeDef, keystr, tree_flatten_with_path
 
 _INT32 = dtypes.int32
 

@@ -37,7 +37,7 @@ from minijax.lowering import tokens
 from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass, instantiate, is_undefined,
                                    tangent_aval, zeros_like_aval)
 from minijax.transforms.batching import bdim_at, moveaxis
-from minijax.tree_util import tree_flatten
+from minijax._pytree import tree_flatten
 
 cond_p = Primitive("cond", multiple_results=True)
 _NO_OPERAND = object()

@@ -38,7 +38,7 @@ from minijax.lax.select import select_n
 from minijax.lowering import tokens
 from minijax.transforms.ad import Zero, instantiate, tangent_aval
 from minijax.transforms.batching import bdim_at, moveaxis
-from minijax.tree_util import tree_flatten, tree_flatten_with_path
+from minijax._pytree import tree_flatten, tree_flatten_with_path
 
 while_p = Primitive("while", multiple_results=True)
 
@@ -411,7 +411,7 @@ while_p.def_batch(_while_batch)
 def _while_checkify(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     from minijax.core.trace import DebugInfo, trace_to_jaxpr
     from minijax.lax.checkify import checkify_closed, checkify_jaxpr, hoist_consts
-    from minijax.tree_util import tree_unflatten
+    from minijax._pytree import tree_unflatten
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, carry = list(args[:nc]), list(args[nc:nc + nb]), list(args[nc + nb:])
     # The first evaluation of the cond, here; the others at the end of each iteration.

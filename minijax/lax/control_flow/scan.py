@@ -39,7 +39,7 @@ from minijax.lowering.types import i64_array
 from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass, instantiate, is_undefined,
                                    tangent_aval, zeros_like_aval)
 from minijax.transforms.batching import bdim_at, moveaxis
-from minijax.tree_util import keystr, tree_flatten, tree_flatten_with_path
+from minijax._pytree import keystr, tree_flatten, tree_flatten_with_path
 
 scan_p = Primitive("scan", multiple_results=True)
 
@@ -542,7 +542,7 @@ scan_p.def_batch(_scan_batch)
 def _scan_checkify(error, enabled, *args, reverse, length, jaxpr, num_consts, num_carry,
                    unroll):
     from minijax.lax.checkify import checkify_closed, hoist_consts
-    from minijax.tree_util import tree_unflatten
+    from minijax._pytree import tree_unflatten
     nk = num_consts
     consts, rest = list(args[:nk]), list(args[nk:])
     xs_avals = [a.update(shape=a.shape[1:]) for a in

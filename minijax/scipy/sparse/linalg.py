@@ -31,7 +31,7 @@ from minijax import lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
-from minijax.tree_util import tree_leaves, tree_map, tree_structure
+from minijax._pytree import tree_leaves, tree_map, tree_structure
 
 __all__ = ["bicgstab", "cg", "gmres"]
 

@@ -14,7 +14,7 @@ from minijax.api.vmap import vmap
 from minijax.numpy._promote import _check_args, promote_dtypes_inexact
 from minijax.scipy import special
 from minijax.stages.jit import jit
-from minijax.tree_util import register_pytree_node_class
+from minijax._pytree import register_pytree_node_class
 
 __all__ = ["gaussian_kde"]
 
