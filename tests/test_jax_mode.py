@@ -206,3 +206,17 @@ def test_flax_nnx_and_linen_train_to_jax_losses():
     assert [[], "key<fry>"] in want["nnx_transforms"]["abstract"]
     for name in ("nnx_mlp", "nnx_cnn", "linen_mlp"):
         assert want[name][-2] < want[name][0], name  # they do train
+
+
+@pytest.mark.slow
+def test_the_readme_flax_optax_example_gives_jaxs_losses():
+    """examples/flax_optax_train.py (shown in the README): the same printed losses on jax
+    and under ``python -m minijax run``, and the jax-mode run computed with minijax."""
+    pytest.importorskip("flax")
+    prog = str(PROGRAMS.parent.parent / "examples" / "flax_optax_train.py")
+    want, got = _ok(_python(prog)).splitlines(), _ok(_python("-m", "minijax", "run", prog))
+    got = got.splitlines()
+    assert want[-1] == "ran on jaxlib" and got[-1] == "ran on minijax"
+    assert got[:-1] == want[:-1] and len(want) == 5
+    first, last = (float(line.split()[-1]) for line in (want[0], want[-2]))
+    assert last < first  # it trains
