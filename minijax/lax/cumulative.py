@@ -89,8 +89,8 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
 cumsum_p = _cumulative_primitive("cumsum", "add", "fciu")
 cumprod_p = _cumulative_primitive("cumprod", "mul", "fciu")
-cummax_p = _cumulative_primitive("cummax", "max", "fiu")
-cummin_p = _cumulative_primitive("cummin", "min", "fiu")
+cummax_p = _cumulative_primitive("cummax", "max", "fciu")
+cummin_p = _cumulative_primitive("cummin", "min", "fciu")
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", "logaddexp", "f")
 
 
