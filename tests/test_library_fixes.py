@@ -70,3 +70,95 @@ def test_compiler_hook_sees_every_compilation():
     finally:
         compiler.backend_compile_and_load = inner
     assert seen and set(seen) == {minijax.default_backend()}
+
+
+def _both(fn, *args, jit=True):
+    """``fn(lib, *args)`` under minijax and jax (jitted unless ``jit=False``)."""
+    outs = []
+    for lib in (minijax, jax):
+        f = (lambda *a, lib=lib: fn(lib, *a))
+        outs.append(lib.jit(f)(*args) if jit else f(*args))
+    return outs
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("dt", [np.float16, jnp.bfloat16])
+@pytest.mark.parametrize("fill", [np.nan, 2.0, 3])
+def test_full_with_python_scalar_fill_is_weak(fill, dt, jit):
+    # optax's schedule_free: jnp.where(c, jnp.full(w.shape, nan), w) keeps w's half dtype,
+    # and so a lax.cond whose other branch returns the half-precision params type-checks.
+    w = np.asarray([0.5, 2.0], dt)
+
+    def fn(lib, w):
+        full = lib.numpy.full(w.shape, fill)
+        picked = lib.numpy.where(w > 1, full, w)
+        branch = lib.lax.cond(w[0] > 0, lambda: lib.numpy.where(w > 1, full, w), lambda: w)
+        return full, picked, branch, lib.numpy.full((2,), fill, dtype=np.float32) * w
+
+    got, want = _both(fn, w, jit=jit)
+    for g, e in zip(got, want):
+        assert (g.dtype, g.weak_type, g.shape) == (e.dtype, e.weak_type, e.shape)
+        np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(e, np.float32))
+
+
+def test_full_with_array_fill():
+    for fill in (lambda lib: np.float32(2), lambda lib: np.asarray([1.0, 2.0]),
+                 lambda lib: lib.numpy.asarray(3.0), lambda lib: lib.numpy.asarray([3, 4])):
+        got, want = jnp.full((3, 2), fill(minijax)), jax.numpy.full((3, 2), fill(jax))
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(TypeError):  # jax: "full requires ndarray or scalar arguments"
+        jnp.full((2,), [1.5, 2.5])
+
+
+_C = np.array([[1 + 2j, 1 + 3j, 0 + 5j, 2 - 1j, 2 - 3j],
+               [-1 - 1j, -1 + 0j, -1 + 0j, -4 + 9j, 3 + 0j]], np.complex64)
+
+
+@pytest.mark.parametrize("name", ["max", "min", "reduce_max", "reduce_min", "jnp_max",
+                                  "jnp_min", "cummax", "cummin", "window_max", "maximum"])
+def test_complex_min_max_order_lexicographically(name):
+    def fn(lib, c):
+        lax, np_ = lib.lax, lib.numpy
+        return {
+            "max": lambda: lax.max(c, c[::-1]),
+            "min": lambda: lax.min(c, c[:, ::-1]),
+            "reduce_max": lambda: lax.reduce_max(c, (1,)),
+            "reduce_min": lambda: lax.reduce_min(c, (0, 1)),
+            "jnp_max": lambda: np_.max(c, axis=0),
+            "jnp_min": lambda: np_.min(c, axis=1, where=np.array([1, 0, 1, 1, 0], bool),
+                                       initial=5 + 0j),
+            "cummax": lambda: lax.cummax(c, axis=1),
+            "cummin": lambda: lax.cummin(c, axis=1, reverse=True),
+            "window_max": lambda: lax.reduce_window(c, -np.inf + 0j, lax.max, (1, 2), (1, 1),
+                                                    "VALID"),
+            "maximum": lambda: np_.maximum(c, 1 + 2.5j),
+        }[name]()
+
+    got, want = _both(fn, _C)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    eager, _ = _both(fn, _C, jit=False)
+    np.testing.assert_array_equal(np.asarray(eager), np.asarray(want))
+
+
+@pytest.mark.parametrize("reps,total,axis", [
+    ([1, 2, 3], 6, None), ([1, 2, 3], 4, None), ([1, 2, 3], 9, None), ([0, 2, 0], 3, 0),
+    ([2, 0, 1], 2, 0), ([3, 1, 2], 5, 1), (2, 5, 1), ([1, 1, 1], 0, 0)])
+def test_repeat_traced_repeats_with_total_repeat_length(reps, total, axis):
+    x = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+    if axis is None:
+        x = x[0]
+
+    def fn(lib, x, r):
+        return lib.numpy.repeat(x, r, axis=axis, total_repeat_length=total)
+
+    got, want = _both(fn, x, np.asarray(reps, np.int32))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_repeat_traced_repeats_without_total_length_raises():
+    f = minijax.jit(lambda x, r: jnp.repeat(x, r))
+    with pytest.raises(minijax.errors.ConcretizationTypeError, match="total_repeat_length"):
+        f(np.arange(3.0), np.array([1, 2, 3]))
