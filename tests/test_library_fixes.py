@@ -162,3 +162,20 @@ def test_repeat_traced_repeats_without_total_length_raises():
     f = minijax.jit(lambda x, r: jnp.repeat(x, r))
     with pytest.raises(minijax.errors.ConcretizationTypeError, match="total_repeat_length"):
         f(np.arange(3.0), np.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("split,concat,tiled,shape,in_axis", [
+    (0, 1, False, (4, 4, 2), 0), (0, 1, True, (4, 8, 2), 0), (1, 0, False, (4, 3, 4), 0),
+    (1, 1, True, (4, 3, 8), 0), (0, 0, True, (4, 8), 0), (0, 2, False, (4, 4, 5, 2), 1),
+    (2, 0, True, (4, 5, 3, 6), 2)])
+def test_all_to_all_over_the_vmapped_axis(split, concat, tiled, shape, in_axis):
+    # chex's fake_pmap runs pmapped collectives as vmap over the named axis
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+
+    def run(lib):
+        f = lambda v: lib.lax.all_to_all(v * 2, "i", split, concat, tiled=tiled)
+        return np.asarray(lib.jit(lib.vmap(f, in_axes=in_axis, axis_name="i"))(x))
+
+    got, want = run(minijax), run(jax)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

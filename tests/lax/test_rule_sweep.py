@@ -566,6 +566,10 @@ case("ppermute", lambda L, x: L.ppermute(x, "i", [(0, 2), (3, 1)]), Arg(_N + SHA
      label="partial", named=True, jax=False)
 case("psum_scatter", lambda L, x: L.psum_scatter(x, "i", scatter_dimension=1, tiled=True),
      Arg(_N + (3, 4)), named=True)
+case("all_to_all", lambda L, x: L.all_to_all(x, "i", 0, 1, tiled=True), Arg(_N + (4, 3)),
+     named=True)
+case("all_to_all", lambda L, x: L.all_to_all(x, "i", 0, 1), Arg(_N + (4, 3)),
+     label="untiled", named=True)
 
 
 # random bits (jax has these in jax.extend.random and its prng module, not in jax.lax)
@@ -758,7 +762,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
     # Sharding: these need a mesh of several devices, so they are checked in
     # tests/sharding/test_sharding.py's 8-device subprocess (against jax.shard_map, vmap
     # and pmap, with gradients) rather than here, where one device is available.
-    "all_to_all": {"case": "over a vmapped axis it is not implemented; tests/sharding"},
     "pbroadcast": {"case": "shard_map body only (replication tracking); tests/sharding"},
     "psum_invariant": {"case": "shard_map body only (replication tracking); tests/sharding"},
     "shard_map": {"case": "needs a mesh of several devices; tests/sharding"},
