@@ -179,3 +179,18 @@ def test_all_to_all_over_the_vmapped_axis(split, concat, tiled, shape, in_axis):
     got, want = run(minijax), run(jax)
     assert got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+def test_repeat_traced_repeats_under_vmap_and_grad():
+    x = np.arange(3.0, dtype=np.float32)
+    r = np.array([[1, 2, 3], [0, 3, 1]], np.int32)
+
+    def run(lib):
+        rep = lambda x, r: lib.numpy.repeat(x, r, total_repeat_length=7)
+        per_row = lib.vmap(lambda r: rep(x, r))(r)
+        grads = lib.jit(lib.vmap(lib.grad(lambda x, r: lib.numpy.sum(rep(x, r) ** 2)),
+                                 in_axes=(None, 0)))(x, r)
+        return np.asarray(per_row), np.asarray(grads)
+
+    for got, want in zip(run(minijax), run(jax)):
+        np.testing.assert_array_equal(got, want)
