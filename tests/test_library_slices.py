@@ -3,7 +3,8 @@ minijax through the jax mode (``python -m minijax run -m pytest``), one subproce
 library. The full suites take many minutes; these files were picked to be small and to
 cover what the libraries lean on: optax's transforms, a loss family, dtype casting of
 trees and schedule-free (half-precision conds, buffer donation); chex's shape-dimension
-checks and deprecation warnings. A file that passes on jax must pass here."""
+checks, deprecation warnings, telling jitted functions apart, and collectives under
+fake_pmap. A file that passes on jax must pass here."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ def test_runs_on_minijax():
 SLICES = {
     "optax": (["_src/transform_test.py", "losses/_regression_test.py",
                "tree_utils/_casting_test.py", "contrib/_schedule_free_test.py"], 75),
-    "chex": (["_src/dimensions_test.py", "_src/warnings_test.py"], 40),
+    "chex": (["_src/dimensions_test.py", "_src/warnings_test.py",
+              "_src/asserts_internal_test.py",
+              "_src/fake_test.py::PmapFakeTest::test_parallel_ops_equivalence"], 50),
 }
 
 
