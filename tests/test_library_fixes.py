@@ -194,3 +194,20 @@ def test_repeat_traced_repeats_under_vmap_and_grad():
 
     for got, want in zip(run(minijax), run(jax)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "reduce_max", "max_scalar"])
+def test_complex_min_max_jvp(op):
+    a = np.array([1 + 2j, 1 + 3j, 2 + 0j], np.complex64)
+    b = np.array([1 + 1j, 1 + 3j, 3 + 0j], np.complex64)
+    ta = np.array([1 + 1j, 2, 3j], np.complex64)
+    tb = np.array([5, 6j, 7], np.complex64)
+
+    def run(lib):
+        fn = {"max": lambda x, y: lib.lax.max(x, y), "min": lambda x, y: lib.lax.min(x, y),
+              "reduce_max": lambda x, y: lib.numpy.max(x + 0 * y),
+              "max_scalar": lambda x, y: lib.lax.max(x, y[1])}[op]
+        return [np.asarray(v) for v in lib.jvp(fn, (a, b), (ta, tb))]
+
+    for got, want in zip(run(minijax), run(jax)):
+        np.testing.assert_array_equal(got, want)

@@ -274,8 +274,22 @@ def _minmax_lowering(kind):
 
 max_p.def_lowering(_minmax_lowering("max"))
 min_p.def_lowering(_minmax_lowering("min"))
-defjvp(max_p, *_minmax_partials(gt))
-defjvp(min_p, *_minmax_partials(lt))
+def strictly_greater(x, y):
+    """``x > y``, complex values ordered lexicographically as ``max`` orders them."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        return bitwise_and(ne(x, y), eq(max(x, y), x))
+    return gt(x, y)
+
+
+def strictly_less(x, y):
+    """``x < y``, complex values ordered lexicographically as ``min`` orders them."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        return bitwise_and(ne(x, y), eq(min(x, y), x))
+    return lt(x, y)
+
+
+defjvp(max_p, *_minmax_partials(strictly_greater))
+defjvp(min_p, *_minmax_partials(strictly_less))
 
 
 def _atan2_jvp(which):

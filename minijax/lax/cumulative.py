@@ -247,7 +247,7 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
 def _chooser_jvp(prim: Primitive, kind: str):
     """jvp of cummax/cummin: each output takes the tangent of the element it chose; among
     equal candidates the one latest in scan order wins."""
-    better = _b.gt if kind == "max" else _b.lt
+    better = _b.strictly_greater if kind == "max" else _b.strictly_less
 
     def rule(primals, tangents, *, axis, reverse):
         (x,), (t,) = primals, tangents
