@@ -211,3 +211,39 @@ def test_complex_min_max_jvp(op):
 
     for got, want in zip(run(minijax), run(jax)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_custom_jvp_rule_not_called_without_tangents():
+    # optax.perturbations: fun(stop_gradient(x)) inside grad must not need fun's jvp rule
+    def run(lib):
+        calls = []
+
+        @lib.custom_jvp
+        def f(x):
+            calls.append("f")
+            return lib.numpy.sin(x)
+
+        @f.defjvp
+        def f_jvp(p, t):
+            calls.append("rule")
+            return f(p[0]), t[0] * 3.0
+
+        g = lambda x: f(lib.lax.stop_gradient(x)) * x + f(x)
+        grad = lib.grad(g)(0.5)
+        out, tan = lib.jvp(g, (0.5,), (1.0,))
+        jitted = lib.jit(lib.grad(lambda x: f(lib.lax.stop_gradient(x)) * x))(0.5)
+        return [float(grad), float(out), float(tan), float(jitted)], calls
+
+    (got, got_calls), (want, want_calls) = run(minijax), run(jax)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got_calls == want_calls
+
+    @minijax.custom_jvp
+    def h(x):
+        return x
+
+    @h.defjvp
+    def _unused(p, t):
+        raise AssertionError("the rule ran")
+
+    assert float(minijax.grad(lambda x: h(minijax.lax.stop_gradient(x)) * x)(2.0)) == 2.0
