@@ -70,3 +70,180 @@ def test_compiler_hook_sees_every_compilation():
     finally:
         compiler.backend_compile_and_load = inner
     assert seen and set(seen) == {minijax.default_backend()}
+
+
+def _both(fn, *args, jit=True):
+    """``fn(lib, *args)`` under minijax and jax (jitted unless ``jit=False``)."""
+    outs = []
+    for lib in (minijax, jax):
+        f = (lambda *a, lib=lib: fn(lib, *a))
+        outs.append(lib.jit(f)(*args) if jit else f(*args))
+    return outs
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("dt", [np.float16, jnp.bfloat16])
+@pytest.mark.parametrize("fill", [np.nan, 2.0, 3])
+def test_full_with_python_scalar_fill_is_weak(fill, dt, jit):
+    # optax's schedule_free: jnp.where(c, jnp.full(w.shape, nan), w) keeps w's half dtype,
+    # and so a lax.cond whose other branch returns the half-precision params type-checks.
+    w = np.asarray([0.5, 2.0], dt)
+
+    def fn(lib, w):
+        full = lib.numpy.full(w.shape, fill)
+        picked = lib.numpy.where(w > 1, full, w)
+        branch = lib.lax.cond(w[0] > 0, lambda: lib.numpy.where(w > 1, full, w), lambda: w)
+        return full, picked, branch, lib.numpy.full((2,), fill, dtype=np.float32) * w
+
+    got, want = _both(fn, w, jit=jit)
+    for g, e in zip(got, want):
+        assert (g.dtype, g.weak_type, g.shape) == (e.dtype, e.weak_type, e.shape)
+        np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(e, np.float32))
+
+
+def test_full_with_array_fill():
+    for fill in (lambda lib: np.float32(2), lambda lib: np.asarray([1.0, 2.0]),
+                 lambda lib: lib.numpy.asarray(3.0), lambda lib: lib.numpy.asarray([3, 4])):
+        got, want = jnp.full((3, 2), fill(minijax)), jax.numpy.full((3, 2), fill(jax))
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(TypeError):  # jax: "full requires ndarray or scalar arguments"
+        jnp.full((2,), [1.5, 2.5])
+
+
+_C = np.array([[1 + 2j, 1 + 3j, 0 + 5j, 2 - 1j, 2 - 3j],
+               [-1 - 1j, -1 + 0j, -1 + 0j, -4 + 9j, 3 + 0j]], np.complex64)
+
+
+@pytest.mark.parametrize("name", ["max", "min", "reduce_max", "reduce_min", "jnp_max",
+                                  "jnp_min", "cummax", "cummin", "window_max", "maximum"])
+def test_complex_min_max_order_lexicographically(name):
+    def fn(lib, c):
+        lax, np_ = lib.lax, lib.numpy
+        return {
+            "max": lambda: lax.max(c, c[::-1]),
+            "min": lambda: lax.min(c, c[:, ::-1]),
+            "reduce_max": lambda: lax.reduce_max(c, (1,)),
+            "reduce_min": lambda: lax.reduce_min(c, (0, 1)),
+            "jnp_max": lambda: np_.max(c, axis=0),
+            "jnp_min": lambda: np_.min(c, axis=1, where=np.array([1, 0, 1, 1, 0], bool),
+                                       initial=5 + 0j),
+            "cummax": lambda: lax.cummax(c, axis=1),
+            "cummin": lambda: lax.cummin(c, axis=1, reverse=True),
+            "window_max": lambda: lax.reduce_window(c, -np.inf + 0j, lax.max, (1, 2), (1, 1),
+                                                    "VALID"),
+            "maximum": lambda: np_.maximum(c, 1 + 2.5j),
+        }[name]()
+
+    got, want = _both(fn, _C)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    eager, _ = _both(fn, _C, jit=False)
+    np.testing.assert_array_equal(np.asarray(eager), np.asarray(want))
+
+
+@pytest.mark.parametrize("reps,total,axis", [
+    ([1, 2, 3], 6, None), ([1, 2, 3], 4, None), ([1, 2, 3], 9, None), ([0, 2, 0], 3, 0),
+    ([2, 0, 1], 2, 0), ([3, 1, 2], 5, 1), (2, 5, 1), ([1, 1, 1], 0, 0)])
+def test_repeat_traced_repeats_with_total_repeat_length(reps, total, axis):
+    x = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+    if axis is None:
+        x = x[0]
+
+    def fn(lib, x, r):
+        return lib.numpy.repeat(x, r, axis=axis, total_repeat_length=total)
+
+    got, want = _both(fn, x, np.asarray(reps, np.int32))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_repeat_traced_repeats_without_total_length_raises():
+    f = minijax.jit(lambda x, r: jnp.repeat(x, r))
+    with pytest.raises(minijax.errors.ConcretizationTypeError, match="total_repeat_length"):
+        f(np.arange(3.0), np.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("split,concat,tiled,shape,in_axis", [
+    (0, 1, False, (4, 4, 2), 0), (0, 1, True, (4, 8, 2), 0), (1, 0, False, (4, 3, 4), 0),
+    (1, 1, True, (4, 3, 8), 0), (0, 0, True, (4, 8), 0), (0, 2, False, (4, 4, 5, 2), 1),
+    (2, 0, True, (4, 5, 3, 6), 2)])
+def test_all_to_all_over_the_vmapped_axis(split, concat, tiled, shape, in_axis):
+    # chex's fake_pmap runs pmapped collectives as vmap over the named axis
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+
+    def run(lib):
+        f = lambda v: lib.lax.all_to_all(v * 2, "i", split, concat, tiled=tiled)
+        return np.asarray(lib.jit(lib.vmap(f, in_axes=in_axis, axis_name="i"))(x))
+
+    got, want = run(minijax), run(jax)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_repeat_traced_repeats_under_vmap_and_grad():
+    x = np.arange(3.0, dtype=np.float32)
+    r = np.array([[1, 2, 3], [0, 3, 1]], np.int32)
+
+    def run(lib):
+        rep = lambda x, r: lib.numpy.repeat(x, r, total_repeat_length=7)
+        per_row = lib.vmap(lambda r: rep(x, r))(r)
+        grads = lib.jit(lib.vmap(lib.grad(lambda x, r: lib.numpy.sum(rep(x, r) ** 2)),
+                                 in_axes=(None, 0)))(x, r)
+        return np.asarray(per_row), np.asarray(grads)
+
+    for got, want in zip(run(minijax), run(jax)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "reduce_max", "max_scalar"])
+def test_complex_min_max_jvp(op):
+    a = np.array([1 + 2j, 1 + 3j, 2 + 0j], np.complex64)
+    b = np.array([1 + 1j, 1 + 3j, 3 + 0j], np.complex64)
+    ta = np.array([1 + 1j, 2, 3j], np.complex64)
+    tb = np.array([5, 6j, 7], np.complex64)
+
+    def run(lib):
+        fn = {"max": lambda x, y: lib.lax.max(x, y), "min": lambda x, y: lib.lax.min(x, y),
+              "reduce_max": lambda x, y: lib.numpy.max(x + 0 * y),
+              "max_scalar": lambda x, y: lib.lax.max(x, y[1])}[op]
+        return [np.asarray(v) for v in lib.jvp(fn, (a, b), (ta, tb))]
+
+    for got, want in zip(run(minijax), run(jax)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_custom_jvp_rule_not_called_without_tangents():
+    # optax.perturbations: fun(stop_gradient(x)) inside grad must not need fun's jvp rule
+    def run(lib):
+        calls = []
+
+        @lib.custom_jvp
+        def f(x):
+            calls.append("f")
+            return lib.numpy.sin(x)
+
+        @f.defjvp
+        def f_jvp(p, t):
+            calls.append("rule")
+            return f(p[0]), t[0] * 3.0
+
+        g = lambda x: f(lib.lax.stop_gradient(x)) * x + f(x)
+        grad = lib.grad(g)(0.5)
+        out, tan = lib.jvp(g, (0.5,), (1.0,))
+        jitted = lib.jit(lib.grad(lambda x: f(lib.lax.stop_gradient(x)) * x))(0.5)
+        return [float(grad), float(out), float(tan), float(jitted)], calls
+
+    (got, got_calls), (want, want_calls) = run(minijax), run(jax)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got_calls == want_calls
+
+    @minijax.custom_jvp
+    def h(x):
+        return x
+
+    @h.defjvp
+    def _unused(p, t):
+        raise AssertionError("the rule ran")
+
+    assert float(minijax.grad(lambda x: h(minijax.lax.stop_gradient(x)) * x)(2.0)) == 2.0

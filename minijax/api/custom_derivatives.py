@@ -168,6 +168,12 @@ class custom_jvp:
                 return self.fun(*args)  # as jax: the function itself, on concrete values
             if isinstance(trace, JVPTrace):  # as jax: the rule only, on the primal values
                 pairs = [trace.split(x) for x in flat]
+                if all(type(t) is Zero for _, t in pairs):
+                    # as jax: no tangent flows in (say, through stop_gradient), so the
+                    # function itself runs below the jvp and the rule is not called
+                    diff = tree_unflatten(in_tree, [p for p, _ in pairs])
+                    with use_trace(trace.parent):
+                        return self(*_merge_nondiff(nondiff, diff, nums))
                 jvp_flat = self._flat_jvp(nondiff, in_tree, None)
                 with use_trace(trace.parent):
                     out, tout = jvp_flat([p for p, _ in pairs], [instantiate(t) for _, t in pairs])

@@ -6,6 +6,7 @@ operand broadcasts (as in jax's jaxprs: ``mul b 2.0:f32[]``).
 
 from __future__ import annotations
 
+import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
@@ -23,8 +24,8 @@ mul_p = binary_primitive("mul", "stablehlo.multiply", "fciub")
 div_p = binary_primitive("div", "stablehlo.divide", "fciu")
 rem_p = binary_primitive("rem", "stablehlo.remainder", "fiu")
 pow_p = binary_primitive("pow", "stablehlo.power", "fc")
-max_p = binary_primitive("max", "stablehlo.maximum", "fiub")
-min_p = binary_primitive("min", "stablehlo.minimum", "fiub")
+max_p = binary_primitive("max", "stablehlo.maximum", "fciub")
+min_p = binary_primitive("min", "stablehlo.minimum", "fciub")
 atan2_p = binary_primitive("atan2", "stablehlo.atan2", "fc")
 and_p = binary_primitive("and", "stablehlo.and", "biu")
 or_p = binary_primitive("or", "stablehlo.or", "biu")
@@ -238,8 +239,57 @@ def _minmax_partials(chooses_x):
     return partial(0), partial(1)
 
 
-defjvp(max_p, *_minmax_partials(gt))
-defjvp(min_p, *_minmax_partials(lt))
+def emit_minmax(ctx, kind: str, x, y, out):
+    """``maximum``/``minimum`` of two same-shaped values (``kind`` 'max' or 'min'); complex
+    values compare lexicographically as (real, imag) pairs, as jax orders them."""
+    op = "stablehlo.maximum" if kind == "max" else "stablehlo.minimum"
+    if not dtypes.is_complex(out.dtype):
+        return ctx.op(op, [x, y], out)
+    real = ShapedArray(out.shape, np.empty(0, out.dtype).real.dtype)
+    pred = ShapedArray(out.shape, dtypes.bool_)
+    direction = "GT" if kind == "max" else "LT"
+
+    def cmp(a, b, d):
+        return ctx.op("stablehlo.compare", [a, b], pred, {
+            "comparison_direction": f"#stablehlo<comparison_direction {d}>",
+            "compare_type": "#stablehlo<comparison_type FLOAT>"})
+
+    rx, ry = ctx.op("stablehlo.real", [x], real), ctx.op("stablehlo.real", [y], real)
+    ix, iy = ctx.op("stablehlo.imag", [x], real), ctx.op("stablehlo.imag", [y], real)
+    which = ctx.op("stablehlo.select", [cmp(rx, ry, "EQ"), cmp(ix, iy, direction),
+                                        cmp(rx, ry, direction)], pred)
+    return ctx.op("stablehlo.select", [which, x, y], out)
+
+
+def _minmax_lowering(kind):
+    def lowering(ctx, x, y):
+        out = ctx.avals_out[0]
+        if x.aval.shape != out.shape:
+            x = broadcast_operand(ctx, x, out.shape)
+        if y.aval.shape != out.shape:
+            y = broadcast_operand(ctx, y, out.shape)
+        return emit_minmax(ctx, kind, x, y, out)
+    return lowering
+
+
+max_p.def_lowering(_minmax_lowering("max"))
+min_p.def_lowering(_minmax_lowering("min"))
+def strictly_greater(x, y):
+    """``x > y``, complex values ordered lexicographically as ``max`` orders them."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        return bitwise_and(ne(x, y), eq(max(x, y), x))
+    return gt(x, y)
+
+
+def strictly_less(x, y):
+    """``x < y``, complex values ordered lexicographically as ``min`` orders them."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        return bitwise_and(ne(x, y), eq(min(x, y), x))
+    return lt(x, y)
+
+
+defjvp(max_p, *_minmax_partials(strictly_greater))
+defjvp(min_p, *_minmax_partials(strictly_less))
 
 
 def _atan2_jvp(which):

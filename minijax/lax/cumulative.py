@@ -122,8 +122,8 @@ def _dynamic_reduce_window(ctx, x, out, axis, reverse, kind, region):
 
 cumsum_p = _cumulative_primitive("cumsum", "add", "fciu")
 cumprod_p = _cumulative_primitive("cumprod", "mul", "fciu")
-cummax_p = _cumulative_primitive("cummax", "max", "fiu")
-cummin_p = _cumulative_primitive("cummin", "min", "fiu")
+cummax_p = _cumulative_primitive("cummax", "max", "fciu")
+cummin_p = _cumulative_primitive("cummin", "min", "fciu")
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", "logaddexp", "f")
 
 
@@ -280,7 +280,7 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
 def _chooser_jvp(prim: Primitive, kind: str):
     """jvp of cummax/cummin: each output takes the tangent of the element it chose; among
     equal candidates the one latest in scan order wins."""
-    better = _b.gt if kind == "max" else _b.lt
+    better = _b.strictly_greater if kind == "max" else _b.strictly_less
 
     def rule(primals, tangents, *, axis, reverse):
         (x,), (t,) = primals, tangents

@@ -585,10 +585,39 @@ def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis):
                               concat_axis=split_axis)]
 
 
+def _all_to_all_vmapped(x, d, split_axis: int, concat_axis: int):
+    """all_to_all over the vmapped axis itself (member ``m`` is row ``m`` of the batch
+    dimension ``d``): member ``j`` gets block ``j`` (of ``split_axis``) of every member,
+    concatenated in member order along ``concat_axis``. A reshape and one transpose."""
+    from minijax import lax
+    if d is None:  # every member holds the same value
+        raise NotImplementedError("all_to_all of an unbatched value over the vmapped axis")
+    aval = get_aval(x)
+    perm = [d] + [i for i in range(aval.ndim) if i != d]
+    x = lax.transpose(x, perm)
+    n, shape = aval.shape[d], [aval.shape[i] for i in perm[1:]]
+    s, c, r = split_axis, concat_axis, len(shape)
+    # axes now: 0 = the member m, then the operand's axes with split_axis cut into
+    # (j, block): j at 1 + s, the block at 2 + s
+    x = lax.reshape(x, (n, *shape[:s], n, shape[s] // n, *shape[s + 1:]))
+
+    def pos(i):  # where operand axis i (the block for i == s) now is
+        return 1 + i if i < s else 2 + i
+
+    y = lax.transpose(x, [1 + s] + [pos(i) for i in range(c)] + [0]
+                      + [pos(i) for i in range(c, r)])
+    out = list(shape)
+    out[s] //= n
+    out[c] *= n  # (m, block of c) merge, member-major
+    return lax.reshape(y, (n, *out))
+
+
 def _all_to_all_batch(trace, vals, dims, *, axis_name, split_axis, concat_axis):
     (x,), (d,) = vals, dims
     if trace.axis_name in axis_name:
-        raise NotImplementedError("all_to_all over a vmapped axis")
+        if axis_name != (trace.axis_name,):
+            raise NotImplementedError("all_to_all over a vmapped axis and other axes at once")
+        return _all_to_all_vmapped(x, d, split_axis, concat_axis), 0
     if d is None:
         return all_to_all_p.bind(x, axis_name=axis_name, split_axis=split_axis,
                                  concat_axis=concat_axis), None

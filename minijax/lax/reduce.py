@@ -72,7 +72,10 @@ def scalar_region(ctx, kind: str, dtype):
         scalar = _scalars[dtype] = ShapedArray((), dtype)
     region = ctx.new_region([scalar, scalar])
     with ctx.in_region(region):
-        out = ctx.op(_HLO_OP[kind], list(region.args), scalar)
+        if kind in ("max", "min"):
+            out = _b.emit_minmax(ctx, kind, *region.args, scalar)
+        else:
+            out = ctx.op(_HLO_OP[kind], list(region.args), scalar)
         ctx.ret([out])
     return region
 
@@ -110,8 +113,8 @@ def _reduction_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
 reduce_sum_p = _reduction_primitive("reduce_sum", "add", "fciu")
 reduce_prod_p = _reduction_primitive("reduce_prod", "mul", "fciu")
-reduce_max_p = _reduction_primitive("reduce_max", "max", "fiub")
-reduce_min_p = _reduction_primitive("reduce_min", "min", "fiub")
+reduce_max_p = _reduction_primitive("reduce_max", "max", "fciub")
+reduce_min_p = _reduction_primitive("reduce_min", "min", "fciub")
 reduce_and_p = _reduction_primitive("reduce_and", "and", "iub")
 reduce_or_p = _reduction_primitive("reduce_or", "or", "iub")
 

@@ -139,8 +139,8 @@ def _monoid_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
 
 reduce_window_sum_p = _monoid_primitive("reduce_window_sum", "add", "fciu")
-reduce_window_max_p = _monoid_primitive("reduce_window_max", "max", "fiub")
-reduce_window_min_p = _monoid_primitive("reduce_window_min", "min", "fiub")
+reduce_window_max_p = _monoid_primitive("reduce_window_max", "max", "fciub")
+reduce_window_min_p = _monoid_primitive("reduce_window_min", "min", "fciub")
 
 
 def _window_params(window_dimensions, window_strides, padding, base_dilation,

@@ -100,6 +100,12 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
+    if dtype is None:  # a weakly typed scalar fill keeps its weak type, as jax's lax.full
+        aval = get_aval(fill_value)
+        if aval.weak_type and aval.ndim == 0:
+            fill_value = lax.convert_element_type(fill_value, aval.dtype, True)
+            return place(lax.broadcast_in_dim(fill_value, _shape_tuple(shape), ()), device,
+                         out_sharding)
     return place(_full(shape, fill_value, dtype), device, out_sharding)
 
 
@@ -113,7 +119,11 @@ def _full(shape, fill_value, dtype):
         v = lax.convert_element_type(fill_value, dt)
         import minijax.numpy as jnp
         return jnp.broadcast_to(v, shape)
-    return lax.broadcast_in_dim(np.asarray(fill_value, dtype=dt), shape, ())
+    value = np.asarray(fill_value, dtype=dt)
+    if value.ndim:  # an array fill broadcasts to the shape, as numpy's
+        import minijax.numpy as jnp
+        return jnp.broadcast_to(value, shape)
+    return lax.broadcast_in_dim(value, shape, ())
 
 
 def _shape_tuple(shape) -> tuple:

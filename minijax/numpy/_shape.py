@@ -361,8 +361,12 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
         try:
             repeats = repeats.to_concrete("repeat")
         except ConcretizationTypeError as e:
-            raise type(e)(f"jnp.repeat needs static repeats, got a traced array; pass a Python "
-                          f"int or a concrete (NumPy) array of counts. {e}") from None
+            if total_repeat_length is None:
+                raise type(e)(
+                    f"jnp.repeat needs static repeats, got a traced array; pass a Python int "
+                    f"or a concrete (NumPy) array of counts, or pass a static "
+                    f"total_repeat_length. {e}") from None
+            return _result(_repeat_traced(a, repeats, axis, total_repeat_length))
     reps = np.asarray(repeats)
     if reps.dtype.kind not in "iu" and reps.dtype != np.bool_:
         raise TypeError(f"repeat: repeats must be integers, got {repeats!r} (dtype "
@@ -399,6 +403,32 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
             fill = repeat(last, total_repeat_length - n, axis=axis)
             result = lax.concatenate([result, fill], axis)
     return _result(result)
+
+
+def _repeat_traced(a, repeats, axis, total: int):
+    """``repeat`` with traced counts and a static output length ``total``: the output's
+    source index is a running count of where each element's block starts (a result longer
+    than ``sum(repeats)`` repeats the last element, a shorter one is cut, as in jax)."""
+    from minijax.numpy._indexing import _getitem, _scatter_update
+    total = operator.index(total)
+    if not dtypes.is_int(repeats.dtype) and repeats.dtype != dtypes.bool_:
+        raise TypeError(f"repeat: repeats must be integers, got dtype {repeats.dtype}")
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    shape = _shape(a)
+    axis = canonicalize_axis(axis, len(shape))
+    if total == 0 or shape[axis] == 0:
+        new = list(shape)
+        new[axis] = total if shape[axis] else 0
+        return lax.full(new, 0, get_aval(a).dtype) if total == 0 else a
+    reps = lax.convert_element_type(ravel(repeats), np.int32)
+    reps = broadcast_to_shape(reps, (shape[axis],))
+    starts = lax.cumsum(reps) - reps
+    marks = _scatter_update(lax.full((total,), 0, np.int32), starts, np.int32(1),
+                            lax.scatter_add, True, False)
+    idx = lax.cumsum(marks) - np.int32(1)
+    return _getitem(a, (slice(None),) * axis + (idx,))
 
 
 def flip(m, axis=None):

@@ -329,17 +329,13 @@ def _lexicographic(op, x, y):
 @fused
 def maximum(x, y, /):
     x, y = promote_args("maximum", x, y)
-    if dtypes.is_complex(_dtype(x)):
-        return lax.select(_lexicographic(lax.gt, x, y), x, y)
-    return lax.max(x, y)
+    return lax.max(x, y)  # complex values compare lexicographically, as jax's
 
 
 @fused
 def minimum(x, y, /):
     x, y = promote_args("minimum", x, y)
-    if dtypes.is_complex(_dtype(x)):
-        return lax.select(_lexicographic(lax.lt, x, y), x, y)
-    return lax.min(x, y)
+    return lax.min(x, y)  # complex values compare lexicographically, as jax's
 
 
 @fused

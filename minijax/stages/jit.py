@@ -213,7 +213,9 @@ class Wrapped(DispatchBase):
         self._trace_count = 0
 
     def __repr__(self) -> str:
-        return f"<minijax.jit wrapping {self._name}>"
+        # jax's wording: libraries (chex's is_traceable) read "PjitFunction" in it to tell
+        # a jitted function from a plain one
+        return f"<PjitFunction of {self._fun!r}>"
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -816,10 +818,17 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
                                  compiler_options=compiler_options, keep_unused=keep_unused,
                                  device=device, backend=backend, in_shardings=in_shardings,
                                  out_shardings=out_shardings)
-    return Wrapped(fun, static_argnums=static_argnums, static_argnames=static_argnames,
-                   donate_argnums=donate_argnums, donate_argnames=donate_argnames, inline=inline,
-                   compiler_options=compiler_options, keep_unused=keep_unused, device=device,
-                   backend=backend, in_shardings=in_shardings, out_shardings=out_shardings)
+    return PjitFunction(fun, static_argnums=static_argnums, static_argnames=static_argnames,
+                        donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                        inline=inline, compiler_options=compiler_options,
+                        keep_unused=keep_unused, device=device, backend=backend,
+                        in_shardings=in_shardings, out_shardings=out_shardings)
+
+
+class PjitFunction(Wrapped):
+    """What ``jit(f)`` returns: a ``Wrapped`` under the type name of jax's jitted functions
+    (libraries tell a jitted function from a plain one by it, e.g. chex's
+    ``assert_max_traces`` refusing an already-jitted function)."""
 
 
 def trace_entry(wrapped: Wrapped, args: tuple, kwargs: dict) -> TraceEntry:

@@ -240,7 +240,7 @@ BINARY = [
     ("add", "add", "fciub", "any", "any"), ("sub", "sub", "fciu", "any", "any"),
     ("mul", "mul", "fciub", "any", "any"), ("div", "div", "fciu", "any", "away"),
     ("rem", "rem", "fiu", "pos", ("int", 3, 6)), ("pow", "pow", "fc", "pos", "any"),
-    ("max", "max", "fiub", "any", "any"), ("min", "min", "fiub", "any", "any"),
+    ("max", "max", "fciub", "any", "any"), ("min", "min", "fciub", "any", "any"),
     ("atan2", "atan2", "fc", "away", "away"), ("and", "bitwise_and", "biu", "any", "any"),
     ("or", "bitwise_or", "biu", "any", "any"), ("xor", "bitwise_xor", "biu", "any", "any"),
     ("shift_left", "shift_left", "iu", "any", "bits"),
@@ -297,6 +297,9 @@ case("reduce_prod", lambda L, x: L.reduce_prod(x, (0,)), Arg((3, 2), C64), label
 for _prim in ("reduce_max", "reduce_min"):
     case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (0, 2)), Arg((2, 3, 4), F32, "distinct"))
     case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (1,)), Arg(SHAPE, I32), label="int32")
+    # complex operands order lexicographically (real part, then imaginary part), as jax's
+    case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (1,)), Arg(SHAPE, C64, "distinct"),
+         label="complex64")
 for _prim in ("reduce_and", "reduce_or"):
     case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (1,)), Arg((2, 3), BOOL))
     case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, (0,)), Arg((2, 3), I32), label="int32")
@@ -307,6 +310,7 @@ for _prim in ("cumsum", "cumprod", "cummax", "cummin"):
     case(_prim, lambda L, x, f=_prim: getattr(L, f)(x, 0, reverse=True),
          Arg((3, 2), F32, "distinct"), label="reverse")
 case("cumsum", lambda L, x: L.cumsum(x, 1), Arg(SHAPE, C64), label="complex64")
+case("cummax", lambda L, x: L.cummax(x, 1), Arg(SHAPE, C64, "distinct"), label="complex64")
 case("cumlogsumexp", lambda L, x: L.cumlogsumexp(x, 1, reverse=True), Arg((2, 5)))
 
 # dot_general
@@ -566,6 +570,10 @@ case("ppermute", lambda L, x: L.ppermute(x, "i", [(0, 2), (3, 1)]), Arg(_N + SHA
      label="partial", named=True, jax=False)
 case("psum_scatter", lambda L, x: L.psum_scatter(x, "i", scatter_dimension=1, tiled=True),
      Arg(_N + (3, 4)), named=True)
+case("all_to_all", lambda L, x: L.all_to_all(x, "i", 0, 1, tiled=True), Arg(_N + (4, 3)),
+     named=True)
+case("all_to_all", lambda L, x: L.all_to_all(x, "i", 0, 1), Arg(_N + (4, 3)),
+     label="untiled", named=True)
 
 
 # random bits (jax has these in jax.extend.random and its prng module, not in jax.lax)
@@ -761,7 +769,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
     # Sharding: these need a mesh of several devices, so they are checked in
     # tests/sharding/test_sharding.py's 8-device subprocess (against jax.shard_map, vmap
     # and pmap, with gradients) rather than here, where one device is available.
-    "all_to_all": {"case": "over a vmapped axis it is not implemented; tests/sharding"},
     "pbroadcast": {"case": "shard_map body only (replication tracking); tests/sharding"},
     "psum_invariant": {"case": "shard_map body only (replication tracking); tests/sharding"},
     "shard_map": {"case": "needs a mesh of several devices; tests/sharding"},

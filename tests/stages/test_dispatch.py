@@ -90,7 +90,9 @@ def test_wrapped_looks_like_the_function():
     assert jf.__name__ == "scale" and jf.__doc__ == "Doc." and jf.__wrapped__ is scale
     assert inspect.signature(jf) == inspect.signature(scale)
     assert isinstance(jf, minijax.stages.Wrapped) and callable(jf)
-    assert repr(jf) == "<minijax.jit wrapping scale>"
+    assert repr(jf) == f"<PjitFunction of {scale!r}>"
+    assert type(jf).__name__ == type(jax.jit(scale)).__name__ == "PjitFunction"
+    assert repr(jf).replace(f"{scale!r}", "f") == repr(jax.jit(scale)).replace(f"{scale!r}", "f")
     with pytest.raises(TypeError, match="cannot pickle"):
         pickle.dumps(jf)
 
