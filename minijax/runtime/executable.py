@@ -288,15 +288,16 @@ def _make_execute(execute_sharded, handlers: list, out_avals: tuple) -> Callable
 
 
 def _make_effectful_execute(execute_sharded, handlers: list, out_avals: tuple,
-                            ordered: bool) -> Callable:
+                            ordered: bool, deferred=None) -> Callable:
     """``execute`` for a program with host callbacks: its token goes to
-    ``callback.track`` (waited for at once when the effects are ordered)."""
+    ``callback.track`` (waited for at once when the effects are ordered, or when the
+    callbacks' errors are ``deferred``: raised then)."""
     from minijax.runtime.callback import track  # (imports lax: only when needed)
     note_release = _backend.note_release
 
     def execute(bufs: list) -> list[Array]:
         results = execute_sharded(bufs, with_tokens=True)
-        track(results, ordered)
+        track(results, ordered, deferred)
         outs = results.consume_with_handlers(handlers)
         if not outs:
             note_release()
@@ -403,9 +404,10 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
 
 
 def compile_and_load(backend: _backend.Backend, module, parsed, devices: Sequence,
-                     compile_options: xla_client.CompileOptions):
+                     compile_options: xla_client.CompileOptions, deferred=None):
     """XLA's loaded executable of ``module`` (text, or ``parsed``) on ``devices``, with
-    the module's host callbacks (``lowering.lower.ModuleText``) handed to XLA; an option
+    the module's host callbacks (``lowering.lower.ModuleText``) handed to XLA (their
+    errors noted in ``deferred``, a ``callback.DeferredErrors``, when given); an option
     XLA rejects becomes a ValueError naming it."""
     host_callbacks = getattr(module, "host_callbacks", ())
     _limits.check_host_callbacks(module, len(host_callbacks))
@@ -416,7 +418,7 @@ def compile_and_load(backend: _backend.Backend, module, parsed, devices: Sequenc
             return _compiler.backend_compile_and_load(
                 backend.client, mlir.parse(str(module)) if parsed is None else parsed,
                 _jax.DeviceList(tuple(devices)), compile_options,
-                [_callback.host_callback(c) for c in host_callbacks])
+                [_callback.host_callback(c, deferred) for c in host_callbacks])
         return _compiler.backend_compile_and_load(
             backend.client, module if parsed is None else parsed,
             _jax.DeviceList(tuple(devices)), compile_options, [])

@@ -48,12 +48,14 @@ class ReplicatedExecutable:
       out_avals: the per-replica type of each output.
     """
 
-    __slots__ = ("loaded", "devices", "out_avals", "_sharding", "_host_callbacks", "_ordered")
+    __slots__ = ("loaded", "devices", "out_avals", "_sharding", "_host_callbacks", "_ordered",
+                 "_deferred")
 
     def __init__(self, loaded, devices: Sequence[_backend.Device],
                  out_avals: Sequence[ShapedArray], host_callbacks: Sequence = (),
-                 ordered: bool = False):
+                 ordered: bool = False, deferred=None):
         self.loaded = loaded
+        self._deferred = deferred  # errors of the callbacks (runtime/callback.py)
         self._host_callbacks = tuple(host_callbacks)  # alive as long as the executable
         self._ordered = ordered
         self.devices = tuple(devices)
@@ -80,7 +82,7 @@ class ReplicatedExecutable:
         if self._host_callbacks:  # with tokens: effects_barrier waits for its callbacks
             from minijax.runtime.callback import track  # (imports lax: only when needed)
             results = self.loaded.execute_sharded(arrays, with_tokens=True)
-            track(results, self._ordered)
+            track(results, self._ordered, self._deferred)
         else:
             results = self.loaded.execute_sharded(arrays)
         outs = results.disassemble_into_single_device_arrays()
@@ -109,8 +111,12 @@ def compile_replicated(module: str, devices: Sequence[_backend.Device], *,
         raise ValueError(f"each device may run only one replica; got {list(devices)}")
     backend = _backend.backend_of(devices[0])
     _lapack.register_if_used(module)
+    host_callbacks = getattr(module, "host_callbacks", ())
+    deferred = None
+    if host_callbacks and len(devices) > 1:  # a failed replica would hang the others
+        from minijax.runtime.callback import DeferredErrors  # (imports lax)
+        deferred = DeferredErrors()
     loaded = compile_and_load(backend, module, None, devices,
-                              replicated_compile_options(devices))
-    return ReplicatedExecutable(loaded, devices, out_avals,
-                                getattr(module, "host_callbacks", ()),
-                                getattr(module, "ordered", False))
+                              replicated_compile_options(devices), deferred)
+    return ReplicatedExecutable(loaded, devices, out_avals, host_callbacks,
+                                getattr(module, "ordered", False), deferred)

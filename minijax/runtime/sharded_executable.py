@@ -76,7 +76,7 @@ class ShardedExecutable(Executable):
     def __init__(self, loaded: Any, out_avals: Sequence[ShapedArray],
                  backend: _backend.Backend, placement: _sharding.Placement,
                  donated: Sequence[int] = (), host_callbacks: Sequence[Any] = (),
-                 ordered: bool = False):
+                 ordered: bool = False, deferred: Any = None):
         self.loaded = loaded
         self.backend = backend
         self.donated = tuple(donated)
@@ -116,7 +116,7 @@ class ShardedExecutable(Executable):
             for a, s in zip(dev_avals, outs)]
         if host_callbacks:  # with tokens: effects_barrier waits for its callbacks
             run = _make_effectful_execute(loaded.execute_sharded, self._handlers,
-                                          tuple(dev_avals), ordered)
+                                          tuple(dev_avals), ordered, deferred)
         else:
             run = _make_execute(loaded.execute_sharded, self._handlers, tuple(dev_avals))
         self.execute = _bounded(run, placement)
@@ -236,11 +236,15 @@ def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
     opts = _options_for(placement, len(out_avals), options, is_shardy(module))
     _limits.check_module(module)
     _lapack.register_if_used(module)
-    loaded = compile_and_load(backend, module, None, devices, opts)
+    host_callbacks = getattr(module, "host_callbacks", ())
+    deferred = None
+    if host_callbacks and len(devices) > 1:  # a failed device would hang the others
+        from minijax.runtime.callback import DeferredErrors  # (imports lax)
+        deferred = DeferredErrors()
+    loaded = compile_and_load(backend, module, None, devices, opts, deferred)
     _counts["compile"] += 1
     return ShardedExecutable(loaded, out_avals, backend, placement, donated,
-                             getattr(module, "host_callbacks", ()),
-                             getattr(module, "ordered", False))
+                             host_callbacks, getattr(module, "ordered", False), deferred)
 
 
 # ---- resharding on the devices: a compiled identity ---------------------------------
