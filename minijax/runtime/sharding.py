@@ -647,8 +647,6 @@ class NamedSharding(Sharding):
                 spec = PartitionSpec(*spec)
             else:
                 raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}")
-        if memory_kind not in (None, "device"):
-            raise ValueError(f"NamedSharding: memory kind {memory_kind!r} is not supported")
         used = []
         for dim in range(len(spec)):
             for a in spec.axes_of(dim):
@@ -662,11 +660,13 @@ class NamedSharding(Sharding):
                 used.append(a)
         self.mesh = mesh
         self.spec = spec
+        self._memory_kind = canonical_memory_kind(
+            memory_kind, None if isinstance(mesh, AbstractMesh) else mesh._flat_devices[0])
         # Equality ignores trailing Nones: P('x') and P('x', None) lay out alike.
         parts = list(spec)
         while parts and parts[-1] is None:
             parts.pop()
-        self._key = (mesh, tuple(parts))
+        self._key = (mesh, tuple(parts), self._memory_kind)
         self._hash = hash(self._key)
 
     @property
@@ -684,7 +684,17 @@ class NamedSharding(Sharding):
         return self._hash
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+        mk = "" if self._memory_kind is None else f", memory_kind={self._memory_kind}"
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{mk})"
+
+    @property
+    def memory_kind(self) -> str | None:
+        """The memory the array lives in (``device``, ``pinned_host``,
+        ``unpinned_host``: ``device.addressable_memories()``)."""
+        return self._memory_kind
+
+    def with_memory_kind(self, kind: str) -> NamedSharding:
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -693,7 +703,7 @@ class NamedSharding(Sharding):
                    for d in range(len(self.spec)))
 
     def with_spec(self, spec: PartitionSpec) -> NamedSharding:
-        return NamedSharding(self.mesh, spec)
+        return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)
 
     def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
         if isinstance(self.mesh, AbstractMesh) and self.mesh.empty:
@@ -777,6 +787,42 @@ class HloShardingOnDevices(Sharding):
         return f"HloShardingOnDevices({self._hlo}, devices={[d.id for d in self._devices]})"
 
 
+# ---- memory kinds ------------------------------------------------------------------------
+
+_default_kinds: dict = {}  # device -> its default memory kind
+
+
+def canonical_memory_kind(kind: Any, device: Any) -> str | None:
+    """``kind`` checked against the memories ``device`` addresses (jax's ValueError),
+    None as the device's default memory kind (None without a device: an abstract
+    mesh)."""
+    if device is None:
+        return kind
+    if kind is None:
+        default = _default_kinds.get(device)
+        if default is None:
+            default = _default_kinds[device] = device.default_memory().kind
+        return default
+    kinds = [m.kind for m in device.addressable_memories()]
+    if kind not in kinds:
+        raise ValueError(f"Could not find memory addressable by device {device.platform}. "
+                         f"Device {device.platform} can address the following memory kinds: "
+                         f"{', '.join(kinds)}. Got memory kind: {kind}")
+    return kind
+
+
+def check_device_memory(sharding: Any, what: str) -> None:
+    """NotImplementedError for a sharding in memory other than the devices' own: minijax
+    keeps arrays in device memory (the sharding would report a memory the data is not
+    in)."""
+    kind = getattr(sharding, "_memory_kind", None)
+    if kind is None or kind == "device":
+        return
+    raise NotImplementedError(
+        f"{what}: memory kind {kind!r} is not supported by minijax, which keeps arrays in "
+        "device memory (memory_kind='device')")
+
+
 # ---- jaxlib's SingleDeviceSharding, with the same queries ------------------------------
 
 SingleDeviceSharding = _jax.SingleDeviceSharding
@@ -794,15 +840,33 @@ def _sds_hlo_text(self, ndim):
     return "{replicated}"
 
 
+def _sds_with_memory_kind(self, kind):
+    return SingleDeviceSharding(self._device, memory_kind=kind)
+
+
+def _sds_eq(self, other):
+    return self is other or (type(other) is SingleDeviceSharding and
+                             self._device == other._device and
+                             self._memory_kind == other._memory_kind)
+
+
+def _sds_hash(self):
+    return hash((self._device, self._memory_kind))
+
+
 for _name, _member in {
         "devices_indices_map": _sds_indices_map,
         "addressable_devices_indices_map": _sds_indices_map,
         "shard_shape": _sds_shard_shape,
         "hlo_text": _sds_hlo_text,
-        "memory_kind": "device",
+        "memory_kind": property(lambda self: self._memory_kind),
+        "with_memory_kind": _sds_with_memory_kind,
 }.items():
     if not hasattr(SingleDeviceSharding, _name):
         setattr(SingleDeviceSharding, _name, _member)
+if "__eq__" not in SingleDeviceSharding.__dict__:  # identity otherwise (jax adds its own)
+    SingleDeviceSharding.__eq__ = _sds_eq
+    SingleDeviceSharding.__hash__ = _sds_hash
 
 
 # ---- slices per device from an HloSharding ---------------------------------------------
