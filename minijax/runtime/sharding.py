@@ -38,6 +38,8 @@ from jaxlib import _jax, xla_client
 
 from minijax.core import aval as _aval
 from minijax.core import sharding_rules as _srules
+from minijax.runtime.memory_kinds import (canonical_memory_kind,  # noqa: F401
+                                           check_device_memory)
 from minijax.runtime import backend as _backend
 
 
@@ -785,42 +787,6 @@ class HloShardingOnDevices(Sharding):
 
     def __repr__(self) -> str:
         return f"HloShardingOnDevices({self._hlo}, devices={[d.id for d in self._devices]})"
-
-
-# ---- memory kinds ------------------------------------------------------------------------
-
-_default_kinds: dict = {}  # device -> its default memory kind
-
-
-def canonical_memory_kind(kind: Any, device: Any) -> str | None:
-    """``kind`` checked against the memories ``device`` addresses (jax's ValueError),
-    None as the device's default memory kind (None without a device: an abstract
-    mesh)."""
-    if device is None:
-        return kind
-    if kind is None:
-        default = _default_kinds.get(device)
-        if default is None:
-            default = _default_kinds[device] = device.default_memory().kind
-        return default
-    kinds = [m.kind for m in device.addressable_memories()]
-    if kind not in kinds:
-        raise ValueError(f"Could not find memory addressable by device {device.platform}. "
-                         f"Device {device.platform} can address the following memory kinds: "
-                         f"{', '.join(kinds)}. Got memory kind: {kind}")
-    return kind
-
-
-def check_device_memory(sharding: Any, what: str) -> None:
-    """NotImplementedError for a sharding in memory other than the devices' own: minijax
-    keeps arrays in device memory (the sharding would report a memory the data is not
-    in)."""
-    kind = getattr(sharding, "_memory_kind", None)
-    if kind is None or kind == "device":
-        return
-    raise NotImplementedError(
-        f"{what}: memory kind {kind!r} is not supported by minijax, which keeps arrays in "
-        "device memory (memory_kind='device')")
 
 
 # ---- jaxlib's SingleDeviceSharding, with the same queries ------------------------------
