@@ -62,7 +62,8 @@ from minijax.config import (allow_f16_reductions, array_garbage_collection_guard
                             transfer_guard_host_to_device)
 from minijax.core.dtypes import float0
 from minijax.sharding import NamedSharding, Shard, reshard, set_mesh  # noqa: F401
-from minijax._unsupported import (lib, memory, smap,  # noqa: F401
+from minijax import memory  # noqa: F401
+from minijax._unsupported import (lib, smap,  # noqa: F401
                                  cloud_tpu_init, collect_profile, tools)
 from minijax import ffi  # noqa: F401
 from minijax import export  # noqa: F401

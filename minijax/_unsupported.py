@@ -57,7 +57,6 @@ smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 
 lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)")
-memory = unsupported_module("memory", "minijax has one memory space per device")
 cloud_tpu_init = unsupported_module("cloud_tpu_init", "minijax does not set up Cloud TPUs")
 collect_profile = unsupported_module("collect_profile", "minijax has no profiler")
 tools = unsupported_module("tools", "jax's developer tools have no counterpart")

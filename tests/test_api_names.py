@@ -17,7 +17,7 @@ NOT_YET: dict[str, str] = {}
 # Names that exist but raise NotImplementedError when called (no counterpart in minijax);
 # the modules' missing names raise AttributeError (what libraries probing for them catch).
 UNSUPPORTED = ["smap"]
-UNSUPPORTED_MODULES = ["lib", "memory"]
+UNSUPPORTED_MODULES = ["lib"]
 
 
 def test_every_public_jax_name_exists():

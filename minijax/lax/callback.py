@@ -38,6 +38,7 @@ from minijax.lax.shape import broadcast
 from minijax.lax.slicing import index_in_dim
 from minijax.lowering.lower import HostCallback
 from minijax.lowering.tokens import TOKEN, get_token, set_token
+from minijax.lowering.types import string_attr
 from minijax.transforms.batching import moveaxis
 from minijax._pytree import tree_flatten, tree_leaves, tree_unflatten
 
@@ -93,9 +94,81 @@ def _layout(ndim: int) -> str:
     return f"dense<{body}> : tensor<{ndim}xindex>"
 
 
+def _num_devices(module) -> int:
+    def count(name):
+        return int(module.attrs.get(name, "1 : i32").split(":")[0].strip())
+    return count("mhlo.num_partitions") * count("mhlo.num_replicas")
+
+
+def check_ordered_effects(ctx, effect) -> None:
+    """jax's error for an ordered effect that cannot run on several devices (ordered
+    debug callbacks; ordered IO callbacks can: they run on the first device)."""
+    if effect.ordered and effect is not ordered_io_effect and _num_devices(ctx.module) > 1:
+        raise ValueError("The following ordered effects are not supported for more than 1 "
+                         f"device: [{effect!r}]")
+
+
+def _sharding_attrs(ctx, sharding, n_results: int) -> dict:
+    """Where the custom call runs in a program partitioned over several devices, as
+    jax places it: in a ``shard_map`` body (manual over every mesh axis) on every device,
+    with that device's block; elsewhere on one device (the first, or ``sharding``'s
+    single device), with the whole (gathered) operands. Nothing for one device or for
+    pmap's replicas (each replica calls it with its own values)."""
+    module = ctx.module
+    parts = int(module.attrs.get("mhlo.num_partitions", "1 : i32").split(":")[0].strip())
+    if parts <= 1:
+        return {}
+    manual = getattr(module, "spmd_manual", False)
+    sdy = module.sdy
+    n = max(1, n_results)
+    if manual is not False:
+        if manual is not True or getattr(module, "sdy_auto", None) is not None:
+            raise NotImplementedError(
+                "callbacks are only supported in spmd computations when all mesh axes are "
+                "partitioned manually (no partial automatic sharding).")
+        if sharding is not None:
+            raise NotImplementedError("callbacks do not support specifying sharding inside "
+                                      "spmd computations")
+        if sdy is not None:
+            return {"_sdy_empty": sdy.ref(_EmptyMesh)}
+        text = "{manual}" if n == 1 else "{" + ", ".join(["{manual}"] * n) + "}"
+        return {"mhlo.sharding": string_attr(text)}
+    index = 0
+    if sharding is not None:
+        mesh = getattr(sharding, "mesh", None)
+        scalar_mesh = mesh is not None and not tuple(getattr(mesh, "axis_names", ())) and \
+            getattr(mesh, "size", 0) == 1
+        if not scalar_mesh and type(sharding).__name__ != "SingleDeviceSharding":
+            raise NotImplementedError(
+                f"pure_callback only supports SingleDeviceSharding, but got {type(sharding)}")
+        device = next(iter(sharding.device_set))
+        devices = getattr(sdy, "devices", None) or getattr(module, "devices", None)
+        if devices:
+            ids = [d.id for d in devices]
+            if device.id not in ids:
+                raise ValueError(f"Sharding provided to pure_callback specifies a device "
+                                 f"{device} that is not in the device assignment "
+                                 f"({list(devices)})")
+            index = ids.index(device.id)
+    if sdy is not None:
+        ref = sdy.maximal(index)
+        return {"sdy.sharding": "#sdy.sharding_per_value<[" +
+                ", ".join([f"<{ref}, []>"] * n) + "]>"}
+    one = f"{{maximal device={index}}}"
+    return {"mhlo.sharding": string_attr(one if n == 1 else "{" + ", ".join([one] * n) + "}")}
+
+
+class _EmptyMesh:  # the mesh of no axes (``sdy.mesh @empty_mesh = <[]>``)
+    axis_names = ()
+    shape: dict = {}
+    _flat_devices = None
+
+
 def emit_python_callback(ctx, fn: Callable, operands: Sequence, result_avals, *,
-                         has_side_effect: bool, ordered: bool, what: str) -> list:
-    """Emit the custom call that runs ``fn(*host arrays) -> arrays`` on the host."""
+                         has_side_effect: bool, ordered: bool, what: str,
+                         sharding: Any = None) -> list:
+    """Emit the custom call that runs ``fn(*host arrays) -> arrays`` on the host
+    (placed on the devices of a partitioned program as ``_sharding_attrs`` says)."""
     module = ctx.module
     module.host_callbacks.append(HostCallback(fn, tuple(result_avals), ordered, what))
     index = len(module.host_callbacks) - 1
@@ -119,6 +192,14 @@ def emit_python_callback(ctx, fn: Callable, operands: Sequence, result_avals, *,
         "result_layouts": "[" + ", ".join(res_layouts) + "]",
         "mhlo.backend_config": "{index = " + str(index) + " : ui64}",
     }
+    placed = _sharding_attrs(ctx, sharding, len(results))
+    empty = placed.pop("_sdy_empty", None)
+    if empty is not None:  # shard_map body: every device, its own block
+        ref = empty
+        per = [f"<{ref}, [{', '.join(['{}'] * getattr(a, 'ndim', 0))}]>" for a in results]
+        placed["sdy.sharding"] = "#sdy.sharding_per_value<[" + ", ".join(
+            per or [f"<{ref}, []>"]) + "]>"
+    attrs.update(placed)
     outs = ctx.op("stablehlo.custom_call", operands, results, attrs)
     if ordered:
         set_token(ctx, outs[0])
@@ -134,7 +215,8 @@ def _result_avals(*avals, result_avals, **params):  # pure_callback's and io_cal
 
 def _pure_lower(ctx, *args, callback, result_avals, sharding, vmap_method):
     return emit_python_callback(ctx, callback, args, result_avals, has_side_effect=False,
-                                ordered=False, what="minijax.pure_callback")
+                                ordered=False, what="minijax.pure_callback",
+                                sharding=sharding)
 
 
 def _pure_jvp(primals, tangents, **params):
@@ -198,8 +280,10 @@ def _io_effects(params) -> frozenset:
 
 
 def _io_lower(ctx, *args, callback, result_avals, sharding, ordered):
+    check_ordered_effects(ctx, ordered_io_effect if ordered else io_effect)
     return emit_python_callback(ctx, callback, args, result_avals, has_side_effect=True,
-                                ordered=ordered, what="minijax.io_callback")
+                                ordered=ordered, what="minijax.io_callback",
+                                sharding=sharding)
 
 
 def _io_jvp(primals, tangents, **params):
@@ -279,6 +363,7 @@ def _debug_rules(prim: Primitive, host_fn: Callable, what: str) -> None:
         return []
 
     def lower(ctx, *args, **params):
+        check_ordered_effects(ctx, _effect_of(params))
         fn = host_fn(params)
 
         def run(*xs):

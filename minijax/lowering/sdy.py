@@ -69,6 +69,18 @@ class Meshes:
                                f"{{stablehlo.mesh = {{axes = [{axes}]}}}}")
         return "@" + name
 
+    def maximal(self, index: int) -> str:
+        """``@maximal_mesh_<index>``: the mesh of logical device ``index`` alone (a value
+        kept whole on that one device, as host callbacks' operands are)."""
+        key = ("maximal", index)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = f"maximal_mesh_{index}"
+            self._lines.append(f"  sdy.mesh @{name} = <[], device_ids=[{index}]> "
+                               f"{{stablehlo.mesh = {{axes = [], device_ids = dense<{index}> "
+                               f": tensor<1xi64>}}}}")
+        return "@" + name
+
     def sharding(self, sharding: Any, ndim: int, open_dims: bool = False) -> str:
         """``<@mesh, [{"x"}, {}]>``: ``sharding`` of an ``ndim``-d value (every
         dimension open to further sharding with ``open_dims``)."""

@@ -26,7 +26,7 @@ from minijax.lax import callback as _lax_callback
 from minijax.runtime.array import Array
 from minijax.runtime.transfer import device_put, put_numpy
 
-__all__ = ["CALL_TARGET", "effects_barrier", "host_callback", "track"]
+__all__ = ["CALL_TARGET", "DeferredErrors", "effects_barrier", "host_callback", "track"]
 
 logger = logging.getLogger("minijax")
 
@@ -42,13 +42,57 @@ def _to_host_array(x) -> Array:
     return device_put(x)
 
 
-def host_callback(spec) -> Callable:
+class DeferredErrors:
+    """The errors of the callbacks of a program run on several devices, raised by the
+    caller after the execution (``raise_pending``) instead of failing the device that
+    ran the callback: XLA:CPU would leave the other devices waiting for it in a
+    collective and abort the process (jax 0.10.2 does). The failed callback's results
+    are zeros, never seen: the execution's outputs are dropped when it raises."""
+
+    __slots__ = ("errors", "lock")
+
+    def __init__(self):
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+
+    def raise_pending(self) -> None:
+        with self.lock:
+            errors, self.errors = self.errors, []
+        if errors:
+            from jaxlib import _jax
+            raise _jax.JaxRuntimeError(
+                f"INTERNAL: CpuCallback error calling callback: {errors[0]}")
+
+
+def host_callback(spec, deferred: DeferredErrors | None = None) -> Callable:
     """The callable XLA runs for ``spec`` (a ``lowering.lower.HostCallback``): the
     operands become host Arrays, the results NumPy arrays checked against the
     expected number, shapes and dtypes (RuntimeError naming the mismatch, as jax's); a
-    token is passed through when the custom call threads one."""
+    token is passed through when the custom call threads one. With ``deferred``, an
+    error is noted there and zeros returned (see ``DeferredErrors``)."""
     fn, result_avals, what = spec.fn, spec.result_avals, spec.what
+    checked = _checked_call(fn, result_avals, what)
+    if deferred is None:
+        call = checked
+    else:
+        def call(*args):
+            try:
+                return checked(*args)
+            except BaseException:  # noqa: BLE001 - raised by the caller after the run
+                import traceback
+                with deferred.lock:
+                    deferred.errors.append(traceback.format_exc())
+                return tuple(np.zeros(a.shape, a.dtype) for a in result_avals)
 
+    if not spec.token:
+        return call
+
+    def call_with_token(tok, *args):
+        return (tok, *call(*args))
+    return call_with_token
+
+
+def _checked_call(fn, result_avals, what) -> Callable:
     def call(*args):
         try:
             outs = fn(*[_to_host_array(a) for a in args])
@@ -70,13 +114,7 @@ def host_callback(spec) -> Callable:
                                    f"Expected: {aval.dtype}, Actual: {x.dtype}")
             vals.append(x)
         return tuple(vals)
-
-    if not spec.token:
-        return call
-
-    def call_with_token(tok, *args):
-        return (tok, *call(*args))
-    return call_with_token
+    return call
 
 
 # Tokens of executions with callbacks that may still be running.
@@ -84,12 +122,15 @@ _pending: list = []
 _pending_lock = threading.Lock()
 
 
-def track(results, ordered: bool) -> None:
+def track(results, ordered: bool, deferred: DeferredErrors | None = None) -> None:
     """Note the token of an execution's ``results`` (``execute_sharded(...,
-    with_tokens=True)``); an ordered one is waited for now."""
+    with_tokens=True)``); an ordered one is waited for now, and so is one whose
+    callbacks' errors are ``deferred`` (then raised here)."""
     tok = results.consume_token()
-    if ordered:
+    if ordered or deferred is not None:
         tok.block_until_ready()
+        if deferred is not None:
+            deferred.raise_pending()
         return
     old = ()
     with _pending_lock:

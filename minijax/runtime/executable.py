@@ -288,15 +288,16 @@ def _make_execute(execute_sharded, handlers: list, out_avals: tuple) -> Callable
 
 
 def _make_effectful_execute(execute_sharded, handlers: list, out_avals: tuple,
-                            ordered: bool) -> Callable:
+                            ordered: bool, deferred=None) -> Callable:
     """``execute`` for a program with host callbacks: its token goes to
-    ``callback.track`` (waited for at once when the effects are ordered)."""
+    ``callback.track`` (waited for at once when the effects are ordered, or when the
+    callbacks' errors are ``deferred``: raised then)."""
     from minijax.runtime.callback import track  # (imports lax: only when needed)
     note_release = _backend.note_release
 
     def execute(bufs: list) -> list[Array]:
         results = execute_sharded(bufs, with_tokens=True)
-        track(results, ordered)
+        track(results, ordered, deferred)
         outs = results.consume_with_handlers(handlers)
         if not outs:
             note_release()
@@ -394,29 +395,38 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
     _limits.check_module(module)  # XLA aborts on arrays of more than 2**63-1 bytes
     _lapack.register_if_used(module)  # LAPACK custom-call targets, on first use
     host_callbacks = getattr(module, "host_callbacks", ())
-    _limits.check_host_callbacks(module, len(host_callbacks))
-    try:
-        if host_callbacks:  # jaxlib takes them with a parsed module only
-            from minijax.lowering import mlir
-            from minijax.runtime import callback as _callback
-            loaded = _compiler.backend_compile_and_load(
-                backend.client, mlir.parse(str(module)) if parsed is None else parsed,
-                _jax.DeviceList((device,)), compile_options,
-                [_callback.host_callback(c) for c in host_callbacks])
-        else:
-            loaded = _compiler.backend_compile_and_load(
-                backend.client, module if parsed is None else parsed,
-                _jax.DeviceList((device,)), compile_options, [])
-    except _jax.JaxRuntimeError as e:
-        bad_option = _options.as_value_error(e)
-        if bad_option is not None:
-            raise bad_option from None
-        raise
+    loaded = compile_and_load(backend, module, parsed, (device,), compile_options)
     _counts["compile"] += 1
     if out_avals is None:
         out_avals = _out_avals_from_hlo(loaded)
     return Executable(loaded, out_avals, backend, donated, host_callbacks,
                       getattr(module, "ordered", False), getattr(module, "debug_jaxpr", None))
+
+
+def compile_and_load(backend: _backend.Backend, module, parsed, devices: Sequence,
+                     compile_options: xla_client.CompileOptions, deferred=None):
+    """XLA's loaded executable of ``module`` (text, or ``parsed``) on ``devices``, with
+    the module's host callbacks (``lowering.lower.ModuleText``) handed to XLA (their
+    errors noted in ``deferred``, a ``callback.DeferredErrors``, when given); an option
+    XLA rejects becomes a ValueError naming it."""
+    host_callbacks = getattr(module, "host_callbacks", ())
+    _limits.check_host_callbacks(module, len(host_callbacks))
+    try:
+        if host_callbacks:  # jaxlib takes them with a parsed module only
+            from minijax.lowering import mlir
+            from minijax.runtime import callback as _callback
+            return _compiler.backend_compile_and_load(
+                backend.client, mlir.parse(str(module)) if parsed is None else parsed,
+                _jax.DeviceList(tuple(devices)), compile_options,
+                [_callback.host_callback(c, deferred) for c in host_callbacks])
+        return _compiler.backend_compile_and_load(
+            backend.client, module if parsed is None else parsed,
+            _jax.DeviceList(tuple(devices)), compile_options, [])
+    except _jax.JaxRuntimeError as e:
+        bad_option = _options.as_value_error(e)
+        if bad_option is not None:
+            raise bad_option from None
+        raise
 
 
 def deserialize(data: bytes, out_avals: Sequence[ShapedArray],

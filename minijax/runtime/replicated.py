@@ -21,10 +21,9 @@ from jaxlib import _jax, xla_client
 
 from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
-from minijax.runtime import compiler as _compiler
 from minijax.runtime import lapack as _lapack
-from minijax.runtime import limits as _limits
 from minijax.runtime.array import Array, _wrap, intern_aval
+from minijax.runtime.executable import compile_and_load
 
 __all__ = ["ReplicatedExecutable", "compile_replicated", "replicated_compile_options"]
 
@@ -49,11 +48,16 @@ class ReplicatedExecutable:
       out_avals: the per-replica type of each output.
     """
 
-    __slots__ = ("loaded", "devices", "out_avals", "_sharding")
+    __slots__ = ("loaded", "devices", "out_avals", "_sharding", "_host_callbacks", "_ordered",
+                 "_deferred")
 
     def __init__(self, loaded, devices: Sequence[_backend.Device],
-                 out_avals: Sequence[ShapedArray]):
+                 out_avals: Sequence[ShapedArray], host_callbacks: Sequence = (),
+                 ordered: bool = False, deferred=None):
         self.loaded = loaded
+        self._deferred = deferred  # errors of the callbacks (runtime/callback.py)
+        self._host_callbacks = tuple(host_callbacks)  # alive as long as the executable
+        self._ordered = ordered
         self.devices = tuple(devices)
         self.out_avals = list(out_avals)
         # The per-replica buffers of one argument are handed to XLA as one jaxlib
@@ -75,7 +79,12 @@ class ReplicatedExecutable:
                 a._check_alive()
             arrays.append(_jax.ArrayImpl(shards[0].aval, self._sharding,
                                          [a._buf for a in shards], True, _skip_checks=True))
-        results = self.loaded.execute_sharded(arrays)
+        if self._host_callbacks:  # with tokens: effects_barrier waits for its callbacks
+            from minijax.runtime.callback import track  # (imports lax: only when needed)
+            results = self.loaded.execute_sharded(arrays, with_tokens=True)
+            track(results, self._ordered, self._deferred)
+        else:
+            results = self.loaded.execute_sharded(arrays)
         outs = results.disassemble_into_single_device_arrays()
         return [[_wrap(b, intern_aval(aval, d)) for b, d in zip(bufs, self.devices)]
                 for bufs, aval in zip(outs, self.out_avals)]
@@ -101,9 +110,13 @@ def compile_replicated(module: str, devices: Sequence[_backend.Device], *,
     if len(set(devices)) != len(devices):
         raise ValueError(f"each device may run only one replica; got {list(devices)}")
     backend = _backend.backend_of(devices[0])
-    _limits.check_host_callbacks(module, 0, "pmap")
     _lapack.register_if_used(module)
-    loaded = _compiler.backend_compile_and_load(backend.client, module,
-                                                _jax.DeviceList(devices),
-                                                replicated_compile_options(devices))
-    return ReplicatedExecutable(loaded, devices, out_avals)
+    host_callbacks = getattr(module, "host_callbacks", ())
+    deferred = None
+    if host_callbacks and len(devices) > 1:  # a failed replica would hang the others
+        from minijax.runtime.callback import DeferredErrors  # (imports lax)
+        deferred = DeferredErrors()
+    loaded = compile_and_load(backend, module, None, devices,
+                              replicated_compile_options(devices), deferred)
+    return ReplicatedExecutable(loaded, devices, out_avals, host_callbacks,
+                                getattr(module, "ordered", False), deferred)

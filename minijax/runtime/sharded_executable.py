@@ -32,13 +32,13 @@ from minijax.lowering.sdy import Meshes
 from minijax.lowering.types import string_attr, tensor_type
 from minijax.runtime import backend as _backend
 from minijax.runtime import compile_options as _options
-from minijax.runtime import compiler as _compiler
 from minijax.runtime import lapack as _lapack
 from minijax.runtime import limits as _limits
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.executable import (DeserializationError, Executable, _counts,
-                                        _make_execute, _with_float0, check_signature)
+                                        _make_effectful_execute, _make_execute,
+                                        _with_float0, check_signature, compile_and_load)
 
 __all__ = ["ShardedExecutable", "can_reshard", "compile_sharded", "deserialize_sharded",
            "reshard", "sharded_compile_options"]
@@ -75,12 +75,13 @@ class ShardedExecutable(Executable):
 
     def __init__(self, loaded: Any, out_avals: Sequence[ShapedArray],
                  backend: _backend.Backend, placement: _sharding.Placement,
-                 donated: Sequence[int] = ()):
+                 donated: Sequence[int] = (), host_callbacks: Sequence[Any] = (),
+                 ordered: bool = False, deferred: Any = None):
         self.loaded = loaded
         self.backend = backend
         self.donated = tuple(donated)
         self._code_size = None
-        self._host_callbacks = ()
+        self._host_callbacks = tuple(host_callbacks)  # alive as long as the executable
         self._checked = False
         self.placement = placement
         self.in_shardings = placement.in_shardings
@@ -113,8 +114,12 @@ class ShardedExecutable(Executable):
                                       _sharding.jaxlib_sharding(s, len(a.shape)), True,
                                       _skip_checks=True)
             for a, s in zip(dev_avals, outs)]
-        self.execute = _bounded(_make_execute(loaded.execute_sharded, self._handlers,
-                                              tuple(dev_avals)), placement)
+        if host_callbacks:  # with tokens: effects_barrier waits for its callbacks
+            run = _make_effectful_execute(loaded.execute_sharded, self._handlers,
+                                          tuple(dev_avals), ordered, deferred)
+        else:
+            run = _make_execute(loaded.execute_sharded, self._handlers, tuple(dev_avals))
+        self.execute = _bounded(run, placement)
         if float0:
             self.execute = _with_float0(self.execute, float0, self.out_avals)
 
@@ -230,18 +235,16 @@ def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
     backend = _backend.backend_of(devices[0])
     opts = _options_for(placement, len(out_avals), options, is_shardy(module))
     _limits.check_module(module)
-    _limits.check_host_callbacks(module, 0, "computations sharded over several devices")
     _lapack.register_if_used(module)
-    try:
-        loaded = _compiler.backend_compile_and_load(backend.client, module,
-                                                   _jax.DeviceList(devices), opts)
-    except _jax.JaxRuntimeError as e:
-        bad_option = _options.as_value_error(e)
-        if bad_option is not None:
-            raise bad_option from None
-        raise
+    host_callbacks = getattr(module, "host_callbacks", ())
+    deferred = None
+    if host_callbacks and len(devices) > 1:  # a failed device would hang the others
+        from minijax.runtime.callback import DeferredErrors  # (imports lax)
+        deferred = DeferredErrors()
+    loaded = compile_and_load(backend, module, None, devices, opts, deferred)
     _counts["compile"] += 1
-    return ShardedExecutable(loaded, out_avals, backend, placement, donated)
+    return ShardedExecutable(loaded, out_avals, backend, placement, donated,
+                             host_callbacks, getattr(module, "ordered", False), deferred)
 
 
 # ---- resharding on the devices: a compiled identity ---------------------------------

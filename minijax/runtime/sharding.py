@@ -38,6 +38,8 @@ from jaxlib import _jax, xla_client
 
 from minijax.core import aval as _aval
 from minijax.core import sharding_rules as _srules
+from minijax.runtime.memory_kinds import (canonical_memory_kind,  # noqa: F401
+                                           check_device_memory)
 from minijax.runtime import backend as _backend
 
 
@@ -647,8 +649,6 @@ class NamedSharding(Sharding):
                 spec = PartitionSpec(*spec)
             else:
                 raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}")
-        if memory_kind not in (None, "device"):
-            raise ValueError(f"NamedSharding: memory kind {memory_kind!r} is not supported")
         used = []
         for dim in range(len(spec)):
             for a in spec.axes_of(dim):
@@ -662,11 +662,13 @@ class NamedSharding(Sharding):
                 used.append(a)
         self.mesh = mesh
         self.spec = spec
+        self._memory_kind = canonical_memory_kind(
+            memory_kind, None if isinstance(mesh, AbstractMesh) else mesh._flat_devices[0])
         # Equality ignores trailing Nones: P('x') and P('x', None) lay out alike.
         parts = list(spec)
         while parts and parts[-1] is None:
             parts.pop()
-        self._key = (mesh, tuple(parts))
+        self._key = (mesh, tuple(parts), self._memory_kind)
         self._hash = hash(self._key)
 
     @property
@@ -684,7 +686,17 @@ class NamedSharding(Sharding):
         return self._hash
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+        mk = "" if self._memory_kind is None else f", memory_kind={self._memory_kind}"
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{mk})"
+
+    @property
+    def memory_kind(self) -> str | None:
+        """The memory the array lives in (``device``, ``pinned_host``,
+        ``unpinned_host``: ``device.addressable_memories()``)."""
+        return self._memory_kind
+
+    def with_memory_kind(self, kind: str) -> NamedSharding:
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -693,7 +705,7 @@ class NamedSharding(Sharding):
                    for d in range(len(self.spec)))
 
     def with_spec(self, spec: PartitionSpec) -> NamedSharding:
-        return NamedSharding(self.mesh, spec)
+        return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)
 
     def _to_xla_hlo_sharding(self, num_dimensions: int) -> xla_client.HloSharding:
         if isinstance(self.mesh, AbstractMesh) and self.mesh.empty:
@@ -794,15 +806,33 @@ def _sds_hlo_text(self, ndim):
     return "{replicated}"
 
 
+def _sds_with_memory_kind(self, kind):
+    return SingleDeviceSharding(self._device, memory_kind=kind)
+
+
+def _sds_eq(self, other):
+    return self is other or (type(other) is SingleDeviceSharding and
+                             self._device == other._device and
+                             self._memory_kind == other._memory_kind)
+
+
+def _sds_hash(self):
+    return hash((self._device, self._memory_kind))
+
+
 for _name, _member in {
         "devices_indices_map": _sds_indices_map,
         "addressable_devices_indices_map": _sds_indices_map,
         "shard_shape": _sds_shard_shape,
         "hlo_text": _sds_hlo_text,
-        "memory_kind": "device",
+        "memory_kind": property(lambda self: self._memory_kind),
+        "with_memory_kind": _sds_with_memory_kind,
 }.items():
     if not hasattr(SingleDeviceSharding, _name):
         setattr(SingleDeviceSharding, _name, _member)
+if "__eq__" not in SingleDeviceSharding.__dict__:  # identity otherwise (jax adds its own)
+    SingleDeviceSharding.__eq__ = _sds_eq
+    SingleDeviceSharding.__hash__ = _sds_hash
 
 
 # ---- slices per device from an HloSharding ---------------------------------------------

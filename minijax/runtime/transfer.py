@@ -270,6 +270,7 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
     if device is not None and not isinstance(device, _backend.Device):
         if isinstance(device, _sharding.PartitionSpec):  # over the mesh set_mesh set
             device = _sharding.named_from_spec(device, "device_put")
+        _sharding.check_device_memory(device, "device_put")
         if isinstance(device, _sharding.Sharding):
             return put_sharded(x, device)
         if isinstance(device, _jax.SingleDeviceSharding):
@@ -555,6 +556,7 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
                 "`minijax.device_put` only accepts `None`, `minijax.sharding.Sharding`, "
                 "`minijax.Device`, `minijax.sharding.PartitionSpec` or a pytree of these "
                 f"values. Received invalid value: {d!r}")
+        _sharding.check_device_memory(d, "device_put")
     out = []
     for leaf, d, dn, m in zip(leaves, targets, donates, aliases):
         if m and dn:
