@@ -152,7 +152,21 @@ def _mlir_float(literal: str, elem: str) -> str:
     return out
 
 
+_constant_text: dict = {}  # (attribute, result type) -> the constant's pretty value
+
+
 def _constant_value(attr: str | None, result_type: str) -> str:
+    key = (attr, result_type)
+    out = _constant_text.get(key)
+    if out is None:
+        out = _constant_text[key] = _make_constant_value(attr, result_type)
+        if len(_constant_text) > 4096:  # bounded: the oldest half is dropped
+            for k in list(_constant_text)[:2048]:
+                del _constant_text[k]
+    return out
+
+
+def _make_constant_value(attr: str | None, result_type: str) -> str:
     m = _DENSE.match(attr or "")
     if m is None or m.group(2) != result_type:
         raise _Unsupported(attr)
