@@ -177,6 +177,8 @@ class OpValue(Op):
 def _operand_text(operands: Sequence[Value]) -> tuple[str, str]:
     """``("%1, %2", "tensor<f32>, tensor<f32>")``: the operands' names and types."""
     k = len(operands)
+    if k == 0:  # constants
+        return "", ""
     if k == 1:
         o = operands[0]
         return o.name, o.type

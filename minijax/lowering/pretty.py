@@ -152,7 +152,21 @@ def _mlir_float(literal: str, elem: str) -> str:
     return out
 
 
+_constant_text: dict = {}  # (attribute, result type) -> the constant's pretty value
+
+
 def _constant_value(attr: str | None, result_type: str) -> str:
+    key = (attr, result_type)
+    out = _constant_text.get(key)
+    if out is None:
+        out = _constant_text[key] = _make_constant_value(attr, result_type)
+        if len(_constant_text) > 4096:  # bounded: the oldest half is dropped
+            for k in list(_constant_text)[:2048]:
+                del _constant_text[k]
+    return out
+
+
+def _make_constant_value(attr: str | None, result_type: str) -> str:
     m = _DENSE.match(attr or "")
     if m is None or m.group(2) != result_type:
         raise _Unsupported(attr)
@@ -294,7 +308,34 @@ class _Printer:
         out.append("  }")
 
     def block(self, ops, out: list[str], indent: str) -> None:
+        # The common op inline: an elementwise one of _SAME_TYPE with one result, no
+        # attributes, regions or metadata, and one or two operands of its result type
+        # (the text ``op`` makes for it); anything else goes through ``op``.
+        names = self.names
+        append = out.append
+        same = _SAME_TYPE
         for op in ops:
+            if op.opname in same and not op.attrs and not op.frontend and not op.regions:
+                res = op.results
+                operands = op.operands
+                if len(res) == 1 and 0 < len(operands) <= 2:
+                    r = res[0]
+                    t = r.type
+                    x = operands[0]
+                    if len(operands) == 1:
+                        if x.type == t:
+                            xn = names.get(id(x))
+                            if xn is not None:
+                                append(f"{indent}{names[id(r)]} = {op.opname} {xn} : {t}")
+                                continue
+                    else:
+                        y = operands[1]
+                        if x.type == t and y.type == t:
+                            xn = names.get(id(x))
+                            yn = names.get(id(y))
+                            if xn is not None and yn is not None:
+                                append(f"{indent}{names[id(r)]} = {op.opname} {xn}, {yn} : {t}")
+                                continue
             self.op(op, out, indent)
 
     def op(self, op: Op, out: list[str], indent: str) -> None:

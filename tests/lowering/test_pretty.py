@@ -50,6 +50,10 @@ CASES = {
     "ints": (lambda x: (x + 1, x * x, x // 2, x > 2), (np.arange(8, dtype=np.int32),)),
     "bools": (lambda x: (x & True, ~x), (np.ones(8, bool),)),
     "f64": (lambda x: x * 0.25 + 3.0, (np.ones(4, np.float64),)),
+    # the same literals at several types and shapes (constants' text is cached by both)
+    "repeated_constants": (lambda x, i, s: (x * 2.0 + 2.0, i * 2 + 2, s * 2.0 + 2.0,
+                                            x * 2.0, -(i * 2)),
+                           (X, np.arange(8, dtype=np.int32), np.float32(3))),
 }
 
 
@@ -67,6 +71,7 @@ def test_unknown_spelling_falls_back_to_mlir():
     # 1.2345678 has no six-digit spelling that reads back: MLIR's default form is used
     lowered = jax.jit(lambda x: x * 1.2345678).lower(X)
     assert lowered._info.pretty_text() is None
+    assert lowered._info.pretty_text() is None  # again (declining is not cached as text)
     text = lowered.as_text()
     assert text == mlir.to_text(mlir.parse(lowered._text))
     assert "1.23456776" in text
