@@ -331,3 +331,14 @@ def test_shape_error_names_a_traced_size():
     with pytest.raises(TypeError, match="static_argnums"):
         minijax.jit(lambda n: mjnp.ones((n, 2)))(3)
     assert minijax.jit(lambda n: mjnp.ones((n, 2)), static_argnums=0)(3).shape == (3, 2)
+
+
+def test_a_jax_array_is_refused_with_a_clear_type_error():
+    # jax Arrays have an ``aval`` attribute too (jax's own ShapedArray): it used to reach
+    # the lowering and come out as "minijax produced invalid MLIR"
+    jjnp = pytest.importorskip("jax.numpy")
+    x = jjnp.ones(4)
+    for call in (lambda: minijax.jit(lambda v: v + 1)(x), lambda: minijax.numpy.sin(x),
+                 lambda: minijax.grad(lambda v: v.sum())(x)):
+        with pytest.raises(TypeError, match="ArrayImpl.* is not a valid minijax type"):
+            call()

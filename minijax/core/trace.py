@@ -356,7 +356,12 @@ def get_aval(x) -> ShapedArray:
         return aval
     aval = getattr(x, "aval", None)
     if aval is not None:
-        return aval
+        if type(aval) is ShapedArray or _is_minijax_aval(aval):
+            return aval
+        raise TypeError(
+            f"Value of type {tx.__module__}.{tx.__qualname__} (a jax Array or another "
+            f"library's array) is not a valid minijax type: convert it first, with "
+            f"minijax.numpy.asarray(numpy.asarray(x)) or minijax.dlpack.from_dlpack(x)")
     if isinstance(x, (np.ndarray, np.generic)):  # before float: np.float64 subclasses it
         key = (x.dtype, x.shape, dtypes.x64_enabled())
         aval = _array_avals.get(key)
@@ -373,6 +378,12 @@ def get_aval(x) -> ShapedArray:
 
 
 _SCALAR_TYPES = frozenset((int, float, bool, complex))
+
+
+def _is_minijax_aval(aval) -> bool:
+    """Whether ``aval`` is one of minijax's abstract values (refs, keys, hijax types...),
+    not the aval of a jax Array (which has an ``aval`` attribute too)."""
+    return type(aval).__module__.partition(".")[0] == "minijax"
 
 
 def is_python_scalar(x) -> bool:
