@@ -102,8 +102,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     if dtype is None:  # a weakly typed scalar fill keeps its weak type, as jax's lax.full
         aval = get_aval(fill_value)
-        if aval.weak_type and aval.ndim == 0:
-            fill_value = lax.convert_element_type(fill_value, aval.dtype, True)
+        if aval.weak_type and aval.ndim == 0:  # (broadcast_in_dim keeps the weak type)
             return place(lax.broadcast_in_dim(fill_value, _shape_tuple(shape), ()), device,
                          out_sharding)
     return place(_full(shape, fill_value, dtype), device, out_sharding)

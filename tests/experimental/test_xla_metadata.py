@@ -353,4 +353,8 @@ def test_tagged_constant_broadcasts_lose_nothing_in_hlo():
     stablehlo = lowered.as_text()
     tagged_shlo = [ln for ln in stablehlo.splitlines() if 'k = "1"' in ln]
     assert not any("broadcast_in_dim" in ln for ln in tagged_shlo)
-    assert len(tagged_kinds(lowered.as_text("hlo"))) == len(tagged_shlo) == 2
+    # (jnp.full's weakly typed fill meets x's f32 through a same-type stablehlo.convert,
+    # as in jax; XLA's converter drops that no-op, there is nothing to tag)
+    kept = [ln for ln in tagged_shlo if "stablehlo.convert" not in ln]
+    assert len(tagged_shlo) == 3
+    assert len(tagged_kinds(lowered.as_text("hlo"))) == len(kept) == 2
