@@ -275,21 +275,26 @@ def _evict(directory: str, limit: int, keep: str) -> None:
                     continue
                 path = os.path.join(directory, e.name)
                 if entry:
-                    if _has_magic(path):
-                        entries.append((st.st_mtime_ns, e.name, st.st_size))
+                    entries.append((st.st_mtime_ns, e.name, st.st_size))
                 elif now - st.st_mtime > _STALE_TMP_SECONDS and \
                         (st.st_size == 0 or _has_magic(path)):
                     _unlink(path)
+        # Sizes come from one directory listing; a file is opened (to check that it is
+        # this cache's) only when the entries are over the limit, oldest first, so a put
+        # costs no reads of the other entries while the cache fits.
         total = sum(size for _, _, size in entries)
         for _, name, size in sorted(entries):
             if total <= limit:
                 break
             if name == keep:
                 continue
-            _unlink(os.path.join(directory, name))
+            path = os.path.join(directory, name)
+            total -= size
+            if not _has_magic(path):
+                continue  # the user's file: it does not count and stays
+            _unlink(path)
             logger.debug("compilation cache: evicted %s (%d bytes) to stay within %d bytes",
                          name, size, limit)
-            total -= size
     except _IO_ERRORS as e:
         logger.warning("compilation cache: cannot evict entries in %s: %s", directory, e)
 
