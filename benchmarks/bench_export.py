@@ -1,6 +1,6 @@
 """Portable programs (issue 27): ``export`` and ``ffi``, minijax vs jax.
 
-``export_serialize``: ``export(jit(mlp))(x).serialize()`` of a 20-layer MLP (trace, lower,
+``export_serialize``: ``export(jit(mlp))(x).serialize()`` of a 200-layer MLP (trace, lower,
 and write jax's flatbuffer format). ``export_deserialize_call``: ``deserialize`` those
 bytes and make the first call (compile included; each library with its defaults, so
 minijax's persistent compilation cache, on by default, serves the executable after the
@@ -25,7 +25,7 @@ import numpy as np
 
 from harness import Lib, OneShot, PerCall, benchmark
 
-LAYERS, WIDTH = 20, 64
+LAYERS, WIDTH = 200, 64
 
 
 def _mlp(jnp):
@@ -48,7 +48,7 @@ def _x():
 
 @benchmark("export_serialize", "s")
 def export_serialize(lib: Lib) -> OneShot:
-    """export(jit(mlp20))(x).serialize(): trace + lower + serialize, a fresh jit each time."""
+    """export(jit(mlp200))(x).serialize(): trace + lower + serialize, a fresh jit each time."""
     ex = _export_mod(lib)
     return OneShot(lambda: lib.mod.jit(_mlp(lib.jnp)), lambda f: ex.export(f)(_x()).serialize())
 
