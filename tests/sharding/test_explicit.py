@@ -7,13 +7,11 @@ The cases run in one subprocess with 8 devices for minijax and jax, as in
 ``test_sharding.py``: each ``@case`` returns ``(minijax's, jax's)`` descriptions.
 """
 
-import os
-import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from tests.sharding._eight_devices import get, run_cases, worker
 
 CASES = {}
 
@@ -234,37 +232,14 @@ def mlp_training_step():
 
 
 def _worker(path):
-    out = {}
-    for name, fn in CASES.items():
-        try:
-            out[name] = ("ok", fn())
-        except Exception as e:  # noqa: BLE001 - sent back to the test
-            import traceback
-            out[name] = ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
-    with open(path, "wb") as f:
-        pickle.dump(out, f)
+    worker(CASES, path)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    path = tmp_path_factory.mktemp("explicit") / "results.pkl"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES="8", MINIJAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
-               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run(
-        [sys.executable, "-c",
-         f"import tests.sharding.test_explicit as t; t._worker({str(path)!r})"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    out, stderr = run_cases("test_explicit", tmp_path_factory.mktemp("explicit"))
+    return out
 
-
-def get(results, name):
-    status, value = results[name]
-    assert status == "ok", value
-    return value
 
 
 def _same(ours, theirs, where):

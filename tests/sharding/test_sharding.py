@@ -6,12 +6,11 @@ is sent back), which the tests here compare.
 """
 
 import os
-import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from tests.sharding._eight_devices import get, run_cases, worker
 
 N = 8
 CASES = {}
@@ -639,37 +638,14 @@ def pmap_results_stay_sharded():
 
 
 def _worker(path):
-    out = {}
-    for name, fn in CASES.items():
-        try:
-            out[name] = ("ok", fn())
-        except Exception as e:  # noqa: BLE001 - sent back to the test
-            import traceback
-            out[name] = ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
-    with open(path, "wb") as f:
-        pickle.dump(out, f)
+    worker(CASES, path)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    path = tmp_path_factory.mktemp("sharding") / "results.pkl"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES=str(N), MINIJAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
-               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run(
-        [sys.executable, "-c",
-         f"import tests.sharding.test_sharding as t; t._worker({str(path)!r})"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    out, stderr = run_cases("test_sharding", tmp_path_factory.mktemp("sharding"), devices=N)
+    return out
 
-
-def get(results, name):
-    status, value = results[name]
-    assert status == "ok", value
-    return value
 
 
 pytestmark = pytest.mark.slow

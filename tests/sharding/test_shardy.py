@@ -8,14 +8,14 @@ The cases run in one subprocess (8 devices for minijax and jax), as in
 (it does on the GSPMD path only, which the worker marks).
 """
 
-import os
-import pickle
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from tests.sharding._eight_devices import get as _get
+from tests.sharding._eight_devices import run_cases, worker
 
 CASES = {}
 GSPMD_MARK = "=== the GSPMD cases start here ==="
@@ -208,39 +208,19 @@ def gspmd_when_flag_is_off():
 
 
 def _worker(path):
-    out = {}
-    for name, fn in CASES.items():
-        try:
-            out[name] = ("ok", fn())
-        except Exception as e:  # noqa: BLE001 - sent back to the test
-            import traceback
-            out[name] = ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
-    with open(path, "wb") as f:
-        pickle.dump(out, f)
+    worker(CASES, path)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    path = tmp_path_factory.mktemp("shardy") / "results.pkl"
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES="8", MINIJAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
-               MINIJAX_COMPILATION_CACHE_DIR="",  # compile here: XLA's warnings show
-               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("MINIJAX_USE_SHARDY_PARTITIONER", None)
-    proc = subprocess.run(
-        [sys.executable, "-c",
-         f"import tests.sharding.test_shardy as t; t._worker({str(path)!r})"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(path, "rb") as f:
-        return pickle.load(f), proc.stderr
+    # compiled here, not loaded from the cache: XLA's warnings show
+    return run_cases("test_shardy", tmp_path_factory.mktemp("shardy"),
+                     MINIJAX_COMPILATION_CACHE_DIR="", MINIJAX_USE_SHARDY_PARTITIONER=None)
 
 
 def get(results, name):
-    status, value = results[0][name]
-    assert status == "ok", value
-    return value
+    return _get(results[0], name)
+
 
 
 def _same(mine, theirs, sdy=True):
