@@ -14,6 +14,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from minijax.version import _jax_version
+
 __all__ = ["unsupported_function", "unsupported_module"]
 
 
@@ -56,7 +58,8 @@ _SHARDING_IN_TYPES = ("sharding in types (explicit mesh axes, smap, auto/explici
 smap = unsupported_function("smap", _SHARDING_IN_TYPES)
 
 
-lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)")
+lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)",
+                         __version__=_jax_version)  # jaxlib's, pinned to jax's version
 cloud_tpu_init = unsupported_module("cloud_tpu_init", "minijax does not set up Cloud TPUs")
 collect_profile = unsupported_module("collect_profile", "minijax has no profiler")
 tools = unsupported_module("tools", "jax's developer tools have no counterpart")

@@ -247,3 +247,9 @@ def test_custom_jvp_rule_not_called_without_tangents():
         raise AssertionError("the rule ran")
 
     assert float(minijax.grad(lambda x: h(minijax.lax.stop_gradient(x)) * x)(2.0)) == 2.0
+
+
+def test_jax_lib_version_like_jax():
+    # equinox's tests read jax.lib.__version__ at import
+    import jax
+    assert minijax.lib.__version__ == jax.lib.__version__
