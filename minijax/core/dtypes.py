@@ -244,7 +244,9 @@ def _check_strict(typed) -> None:
         rank = _KIND_ORDER.get(np.dtype(target).kind, 2)
         if is_float(target):
             rank = 2
-        ok = all(_KIND_ORDER.get(np.dtype(dt).kind, 2) <= rank and (rank > 0 or not weak)
+        # (a weakly typed bool is just bool: jax's lattice has no weak bool)
+        ok = all(_KIND_ORDER.get(np.dtype(dt).kind, 2) <= rank and
+                 (rank > 0 or not weak or np.dtype(dt) == np.dtype(target))
                  for dt, weak in typed if weak)
     if not ok:
         from minijax.core.errors import TypePromotionError

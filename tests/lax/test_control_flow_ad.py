@@ -263,8 +263,18 @@ def test_while_loop_reverse_mode_raises():
         minijax.jit(minijax.grad(f))(x)
     with pytest.raises(ValueError, match=WHILE_MSG):
         minijax.grad(minijax.jit(f))(x)
+    # as jax: vjp itself linearizes (the loop runs whole on the linear side); calling the
+    # vjp function transposes it, which raises
+    out, f_vjp = minijax.vjp(lambda x: _while_fn(lax, jnp)(x, np.float32(0.5), 2)[1], _f32(3))
     with pytest.raises(ValueError, match=WHILE_MSG):
-        minijax.vjp(lambda x: _while_fn(lax, jnp)(x, np.float32(0.5), 2)[1], _f32(3))
+        f_vjp(np.ones_like(out))
+    # linearize and jvp through the loop work, with jax's values
+    h = lambda L, np_: lambda x: _while_fn(L, np_)(x, np.float32(0.5), 3)[1]
+    y, lin = minijax.linearize(h(lax, jnp), np.float32(0.3))
+    jy, jlin = jax.linearize(h(jlax, jjnp), np.float32(0.3))
+    _close(y, jy)
+    _close(lin(np.float32(1.5)), jlin(np.float32(1.5)))
+    _close(minijax.jit(lin)(np.float32(-2.0)), jlin(np.float32(-2.0)))
     # A loop the differentiated value does not reach is fine.
     g = lambda L, np_: lambda x: x * _while_fn(L, np_)(np.float32(1), np.float32(0.5), 2)[1]
     _close(minijax.grad(g(lax, jnp))(np.float32(2)), jax.grad(g(jlax, jjnp))(np.float32(2)))

@@ -325,10 +325,11 @@ def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]):
             break
         carry_uk = new
     pred_uk = _partial_eval(cond_jaxpr, cuk + carry_uk).out_unknown[0]
-    if any(carry_uk) or pred_uk:
-        # The unknown (tangent) carries would have to be transposed through a loop whose
-        # trip count is only known at run time.
+    if pred_uk:
+        # Not even the trip count is known: nothing of the loop can run on the known side.
         raise ValueError(_WHILE_REVERSE_MSG)
+    if any(carry_uk):
+        return _while_partial_eval_split(eqn, unknowns, cuk, buk, carry_uk)
     # Only dead consts are unknown: the whole loop is known once they are dropped.
     cond = _drop_unused_inputs(cond_jaxpr, cuk + [False] * len(carry_uk))
     body = _drop_unused_inputs(body_jaxpr, buk + [False] * len(carry_uk))
@@ -336,6 +337,35 @@ def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]):
     params = dict(p, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=nc - sum(cuk),
                   body_nconsts=nb - sum(buk))
     return [JaxprEqn(while_p, invars, eqn.outvars, params, eqn.ctx, eqn.source)], [], []
+
+
+def _while_partial_eval_split(eqn: JaxprEqn, unknowns, cuk, buk, carry_uk):
+    """Some carries unknown (tangents, in ``linearize``), the predicate known: as jax, a
+    loop over the known carries alone computes the known outputs, and the whole loop runs
+    on the unknown side (its known inputs as residuals) for the unknown ones. Transposing
+    that loop is what reverse mode cannot do (``_while_transpose``)."""
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    b = p["body_jaxpr"].jaxpr
+    body_known = ClosedJaxpr(Jaxpr(b.constvars, b.invars,
+                                   [o for o, u in zip(b.outvars, carry_uk) if not u],
+                                   b.eqns, b.debug_info), p["body_jaxpr"].consts)
+    body = _drop_unused_inputs(body_known, buk + carry_uk)
+    cond = _drop_unused_inputs(p["cond_jaxpr"], cuk + carry_uk)
+    invars = [a for a, u in zip(eqn.invars, cuk + buk + carry_uk) if not u]
+    outvars = [o for o, u in zip(eqn.outvars, carry_uk) if not u]
+    params = dict(p, cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=nc - sum(cuk),
+                  body_nconsts=nb - sum(buk))
+    known = JaxprEqn(while_p, invars, outvars, params, eqn.ctx, eqn.source)
+    whole = JaxprEqn(while_p, list(eqn.invars),
+                     [o if u else Var(o.aval) for o, u in zip(eqn.outvars, carry_uk)],
+                     p, eqn.ctx, eqn.source)
+    residuals = [a for a, u in zip(eqn.invars, unknowns) if not u and isinstance(a, Var)]
+    return [known], [whole], residuals
+
+
+def _while_transpose(cts, *args, **params):
+    raise ValueError(_WHILE_REVERSE_MSG)
 
 
 def _while_batched_pred_jaxprs(cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, size: int,
@@ -403,6 +433,7 @@ while_p.def_abstract_eval(_while_abstract)
 while_p.def_lowering(_while_lower)
 while_p.def_jvp(_while_jvp)
 while_p.def_rule("partial_eval")(_while_partial_eval)
+while_p.def_transpose(_while_transpose)
 while_p.def_batch(_while_batch)
 
 
