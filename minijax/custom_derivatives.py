@@ -8,10 +8,11 @@ implemented and say so.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from minijax.api.custom_derivatives import (closure_convert, custom_gradient, custom_jvp,
-                                            custom_jvp_call_p, custom_vjp, custom_vjp_call_p)
+from minijax.api.custom_derivatives import (CustomVJPPrimal, closure_convert, custom_gradient,
+                                            custom_jvp, custom_jvp_call_p, custom_vjp,
+                                            custom_vjp_call_p)
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import get_aval
 from minijax.transforms.ad import tangent_aval, zeros_like_aval
@@ -47,14 +48,6 @@ def zero_from_primal(val: Any, symbolic_zeros: bool = False):
         aval = tangent_aval(get_aval(x))
         return SymbolicZero(aval) if symbolic_zeros else zeros_like_aval(aval)
     return tree_map(zero, val)
-
-
-class CustomVJPPrimal(NamedTuple):
-    """A primal input of a custom_vjp ``fwd`` rule with symbolic zeros: its ``value`` and
-    whether it is ``perturbed`` (has a nonzero tangent)."""
-
-    value: Any
-    perturbed: bool
 
 
 def linear_call(fun, fun_transpose, residual_args, linear_args):

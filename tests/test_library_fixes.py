@@ -253,3 +253,35 @@ def test_jax_lib_version_like_jax():
     # equinox's tests read jax.lib.__version__ at import
     import jax
     assert minijax.lib.__version__ == jax.lib.__version__
+
+
+def _symbolic_zeros_vjp(lib, lnp):
+    seen = []
+
+    @lib.custom_vjp
+    def f(x, y):
+        return x * lnp.sin(y)
+
+    def fwd(x, y):
+        seen.append((type(x).__name__, x.perturbed, y.perturbed))
+        return f(x.value, y.value), (x.value, y.value)
+
+    def bwd(res, ct):
+        x, y = res
+        return ct * lnp.sin(y), ct * x * lnp.cos(y)
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    x, y = np.float32(0.7), np.float32(1.3)
+    g = lib.grad(lambda x: f(x, y))(x)
+    gxy = lib.grad(f, argnums=(0, 1))(x, y)
+    vg = lib.vmap(lib.grad(lambda x: f(x, y)))(np.arange(3, dtype=np.float32))
+    jg = lib.jit(lib.grad(lambda x, y: f(x, y)))(x, y)
+    return [float(g), [float(v) for v in gxy], np.asarray(vg).tolist(), float(jg), seen]
+
+
+def test_custom_vjp_symbolic_zeros_gives_fwd_perturbed_primals_like_jax():
+    # equinox's filter_custom_vjp defines its rules with symbolic_zeros=True: fwd gets
+    # CustomVJPPrimal(value, perturbed) per input, under grad, vmap and jit
+    import jax
+    import jax.numpy as jjnp
+    assert _symbolic_zeros_vjp(minijax, jnp) == _symbolic_zeros_vjp(jax, jjnp)

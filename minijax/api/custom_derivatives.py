@@ -419,11 +419,23 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
     return out
 
 
+class CustomVJPPrimal(NamedTuple):
+    """A primal input of a custom_vjp ``fwd`` rule defined with ``symbolic_zeros=True``:
+    its ``value`` and whether it is ``perturbed`` (has a nonzero tangent)."""
+
+    value: Any
+    perturbed: bool
+
+
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
     args = primals[num_consts:]
-    out, residuals = fwd(list(args))
-    res_flat, res_tree = tree_flatten(residuals)
     ts = tangents[num_consts:]
+    if getattr(fwd, "symbolic_zeros", False):  # fwd sees which inputs are perturbed
+        out, residuals = fwd([CustomVJPPrimal(a, type(t) is not Zero)
+                              for a, t in zip(args, ts)])
+    else:
+        out, residuals = fwd(list(args))
+    res_flat, res_tree = tree_flatten(residuals)
     if all(type(t) is Zero for t in ts):
         return out, [Zero(tangent_aval(get_aval(o))) for o in out]
     touts = custom_lin_p.bind(*res_flat, *[instantiate(t) for t in ts], num_res=len(res_flat),
@@ -447,7 +459,12 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, num_const
                              instantiate=True)
 
     def bfwd(primals):
+        if bfwd.symbolic_zeros:  # the perturbed flags are static: vmap the values only
+            flags = [p.perturbed for p in primals]
+            return vmap(lambda vs: fwd([CustomVJPPrimal(v, f) for v, f in zip(vs, flags)]))(
+                [p.value for p in primals])
         return vmap(lambda p: fwd(list(p)))(primals)
+    bfwd.symbolic_zeros = getattr(fwd, "symbolic_zeros", False)
 
     def bbwd(residuals, cts):
         return vmap(lambda r, c: tuple(bwd(r, list(c))))(residuals, cts)
