@@ -419,12 +419,18 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
     return out
 
 
-class CustomVJPPrimal(NamedTuple):
+class CustomVJPPrimal:
     """A primal input of a custom_vjp ``fwd`` rule defined with ``symbolic_zeros=True``:
-    its ``value`` and whether it is ``perturbed`` (has a nonzero tangent)."""
+    its ``value`` and whether it is ``perturbed`` (has a nonzero tangent). A pytree leaf,
+    as jax's (not a node: ``tree_map`` over the inputs hands these over whole)."""
 
-    value: Any
-    perturbed: bool
+    __slots__ = ("value", "perturbed")
+
+    def __init__(self, value: Any, perturbed: bool):
+        self.value, self.perturbed = value, perturbed
+
+    def __repr__(self) -> str:
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
