@@ -8,8 +8,9 @@ first repeat, where jax's, off by default, does not: without it the two are at p
 about 0.2 s each on 2 cores). ``exported_call``: a cached call of a
 deserialized ``Exported``. ``exported_poly_call``: a cached call of a shape-polymorphic
 export (``symbolic_shape("b, 64")``) at b = 16. ``ffi_call_jit``: a jitted ``ffi_call`` of
-a small C++ XLA FFI kernel (an rms norm over f32[32, 64]), built here with g++ against
-``ffi.include_dir()``; the row shows ERROR where no compiler exists.
+the rms norm among the tests' C++ XLA FFI kernels (``tests/ffi_kernels.cc``), over
+f32[32, 64], built here with g++ against ``ffi.include_dir()``; the row shows ERROR where
+no compiler exists.
 """
 
 from __future__ import annotations
@@ -87,28 +88,9 @@ def exported_poly_call(lib: Lib) -> PerCall:
     return PerCall(lambda: exp.call(x))
 
 
-_KERNEL = r"""
-#include <cmath>
-#include <cstdint>
-#include "xla/ffi/api/ffi.h"
-namespace ffi = xla::ffi;
-static ffi::Error RmsNormImpl(float eps, ffi::Buffer<ffi::F32> x,
-                              ffi::ResultBuffer<ffi::F32> y) {
-  int64_t n = x.dimensions().back(), rows = x.element_count() / n;
-  const float* in = x.typed_data();
-  float* out = y->typed_data();
-  for (int64_t r = 0; r < rows; ++r) {
-    float ss = 0.f;
-    for (int64_t i = 0; i < n; ++i) ss += in[r * n + i] * in[r * n + i];
-    float scale = 1.f / std::sqrt(ss / n + eps);
-    for (int64_t i = 0; i < n; ++i) out[r * n + i] = in[r * n + i] * scale;
-  }
-  return ffi::Error::Success();
-}
-XLA_FFI_DEFINE_HANDLER_SYMBOL(BenchRmsNorm, RmsNormImpl,
-    ffi::Ffi::Bind().Attr<float>("eps").Arg<ffi::Buffer<ffi::F32>>()
-        .Ret<ffi::Buffer<ffi::F32>>());
-"""
+# The FFI kernels the tests build (tests/ffi_kernels.cc): this row calls its rms norm.
+_KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
+                        "ffi_kernels.cc")
 
 
 @functools.cache
@@ -116,12 +98,9 @@ def _kernel_library(include_dir: str) -> ctypes.CDLL:
     compiler = shutil.which("g++")
     if compiler is None:
         raise RuntimeError("no C++ compiler (g++) to build the FFI kernel")
-    tmp = tempfile.mkdtemp(prefix="minijax-bench-ffi-")
-    src, out = os.path.join(tmp, "k.cc"), os.path.join(tmp, "k.so")
-    with open(src, "w") as fh:
-        fh.write(_KERNEL)
+    out = os.path.join(tempfile.mkdtemp(prefix="minijax-bench-ffi-"), "kernels.so")
     subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-std=c++17", "-w",
-                    f"-I{include_dir}", src, "-o", out], check=True, timeout=300)
+                    f"-I{include_dir}", _KERNELS, "-o", out], check=True, timeout=300)
     return ctypes.cdll.LoadLibrary(out)
 
 
@@ -131,7 +110,7 @@ def ffi_call_jit(lib: Lib) -> PerCall:
     ffi = __import__(f"{lib.module}.ffi", fromlist=["ffi"])
     so = _kernel_library(ffi.include_dir())
     name = f"bench_rms_norm_{lib.module}"
-    ffi.register_ffi_target(name, ffi.pycapsule(so.BenchRmsNorm), platform="cpu")
+    ffi.register_ffi_target(name, ffi.pycapsule(so.RmsNorm), platform="cpu")
     x = lib.put(np.linspace(-1, 1, 32 * 64, dtype=np.float32).reshape(32, 64))
     out = lib.mod.ShapeDtypeStruct(x.shape, x.dtype)
     f = lib.mod.jit(lambda x: ffi.ffi_call(name, out)(x, eps=np.float32(1e-5)))
