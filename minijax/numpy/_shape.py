@@ -373,11 +373,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
                         f"{reps.dtype})")
     if np.any(reps < 0):  # a TypeError, as jax's (the result shape would be negative)
         raise TypeError(f"repeat: repeats may not contain negative values, got {repeats}")
-    if axis is None:
-        a = ravel(a)
-        axis = 0
-    shape = _shape(a)
-    axis = canonicalize_axis(axis, len(shape))
+    a, shape, axis = _repeat_operand(a, axis)
     if reps.ndim == 0:
         r = int(reps)
         aux = list(shape)
@@ -405,6 +401,16 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     return _result(result)
 
 
+def _repeat_operand(a, axis):
+    """``(a, its shape, axis)`` for ``repeat``: the flattened array along axis 0 when
+    ``axis`` is None, else ``a`` with ``axis`` made non-negative."""
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    shape = _shape(a)
+    return a, shape, canonicalize_axis(axis, len(shape))
+
+
 def _repeat_traced(a, repeats, axis, total: int):
     """``repeat`` with traced counts and a static output length ``total``: the output's
     source index is a running count of where each element's block starts (a result longer
@@ -413,11 +419,7 @@ def _repeat_traced(a, repeats, axis, total: int):
     total = operator.index(total)
     if not dtypes.is_int(repeats.dtype) and repeats.dtype != dtypes.bool_:
         raise TypeError(f"repeat: repeats must be integers, got dtype {repeats.dtype}")
-    if axis is None:
-        a = ravel(a)
-        axis = 0
-    shape = _shape(a)
-    axis = canonicalize_axis(axis, len(shape))
+    a, shape, axis = _repeat_operand(a, axis)
     if total == 0 or shape[axis] == 0:
         new = list(shape)
         new[axis] = total if shape[axis] else 0
