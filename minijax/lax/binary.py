@@ -274,6 +274,8 @@ def _minmax_lowering(kind):
 
 max_p.def_lowering(_minmax_lowering("max"))
 min_p.def_lowering(_minmax_lowering("min"))
+
+
 def strictly_greater(x, y):
     """``x > y``, complex values ordered lexicographically as ``max`` orders them."""
     if dtypes.is_complex(get_aval(x).dtype):

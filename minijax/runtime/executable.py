@@ -403,6 +403,16 @@ def compile(module: str | bytes, backend: _backend.Backend | str | None = None, 
                       getattr(module, "ordered", False), getattr(module, "debug_jaxpr", None))
 
 
+def deferred_errors_for(module, devices: Sequence):
+    """A ``callback.DeferredErrors`` for a program with host callbacks on several devices
+    (a failed callback on one device would leave the others waiting: its error is raised
+    by the caller after the run instead), else None."""
+    if len(devices) > 1 and getattr(module, "host_callbacks", ()):
+        from minijax.runtime.callback import DeferredErrors  # (imports lax)
+        return DeferredErrors()
+    return None
+
+
 def compile_and_load(backend: _backend.Backend, module, parsed, devices: Sequence,
                      compile_options: xla_client.CompileOptions, deferred=None):
     """XLA's loaded executable of ``module`` (text, or ``parsed``) on ``devices``, with

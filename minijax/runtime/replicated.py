@@ -23,7 +23,7 @@ from minijax.core.aval import ShapedArray
 from minijax.runtime import backend as _backend
 from minijax.runtime import lapack as _lapack
 from minijax.runtime.array import Array, _wrap, intern_aval
-from minijax.runtime.executable import compile_and_load
+from minijax.runtime.executable import compile_and_load, deferred_errors_for
 
 __all__ = ["ReplicatedExecutable", "compile_replicated", "replicated_compile_options"]
 
@@ -112,10 +112,7 @@ def compile_replicated(module: str, devices: Sequence[_backend.Device], *,
     backend = _backend.backend_of(devices[0])
     _lapack.register_if_used(module)
     host_callbacks = getattr(module, "host_callbacks", ())
-    deferred = None
-    if host_callbacks and len(devices) > 1:  # a failed replica would hang the others
-        from minijax.runtime.callback import DeferredErrors  # (imports lax)
-        deferred = DeferredErrors()
+    deferred = deferred_errors_for(module, devices)
     loaded = compile_and_load(backend, module, None, devices,
                               replicated_compile_options(devices), deferred)
     return ReplicatedExecutable(loaded, devices, out_avals, host_callbacks,

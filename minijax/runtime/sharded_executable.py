@@ -38,7 +38,8 @@ from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.executable import (DeserializationError, Executable, _counts,
                                         _make_effectful_execute, _make_execute,
-                                        _with_float0, check_signature, compile_and_load)
+                                        _with_float0, check_signature, compile_and_load,
+                                        deferred_errors_for)
 
 __all__ = ["ShardedExecutable", "can_reshard", "compile_sharded", "deserialize_sharded",
            "reshard", "sharded_compile_options"]
@@ -237,10 +238,7 @@ def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
     _limits.check_module(module)
     _lapack.register_if_used(module)
     host_callbacks = getattr(module, "host_callbacks", ())
-    deferred = None
-    if host_callbacks and len(devices) > 1:  # a failed device would hang the others
-        from minijax.runtime.callback import DeferredErrors  # (imports lax)
-        deferred = DeferredErrors()
+    deferred = deferred_errors_for(module, devices)
     loaded = compile_and_load(backend, module, None, devices, opts, deferred)
     _counts["compile"] += 1
     return ShardedExecutable(loaded, out_avals, backend, placement, donated,
