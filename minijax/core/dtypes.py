@@ -349,6 +349,30 @@ class ExtendedDType:
     def __repr__(self) -> str:
         return self.name
 
+    # The physical form, for the jnp functions that only move elements (concatenate,
+    # stack, where): an array of this dtype is ``from_physical(data)`` over ``data`` of
+    # shape ``shape + element_shape``.
+    element_shape: tuple[int, ...] = ()
+
+    def to_physical(self, x):
+        raise TypeError(f"arrays of dtype {self.name} have no physical form in minijax")
+
+    def from_physical(self, data):
+        raise TypeError(f"arrays of dtype {self.name} have no physical form in minijax")
+
+
+def extended_operands(name: str, operands):
+    """``(dtype, physical operands)`` when any operand has an extended dtype (typed PRNG
+    keys), all of one dtype as jax requires; None when none has."""
+    found = [getattr(x, "dtype", None) for x in operands]
+    ext = next((d for d in found if isinstance(d, ExtendedDType)), None)
+    if ext is None:
+        return None
+    if any(d != ext for d in found):
+        raise TypeError(f"{name}: cannot combine arrays of dtype {ext.name} with arrays of "
+                        f"other dtypes ({', '.join(sorted({str(d) for d in found}))})")
+    return ext, [ext.to_physical(x) for x in operands]
+
 
 def aval_dtype(dtype):
     """``dtype`` as an aval holds it: a NumPy dtype, or an extended dtype as is."""

@@ -2,6 +2,9 @@
 
 import numpy as _np
 
+from minijax import lax as _lax
+from minijax.core import dtypes as _dtypes
+
 from minijax.numpy import _array_api
 from minijax.numpy._array_api import __array_api_version__, __array_namespace_info__
 from minijax.numpy._creation import array, asarray, empty, full, ones, zeros
@@ -98,4 +101,14 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):  # noqa:
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term where "
                          "function.")
+    ext = _dtypes.extended_operands("where", (x, y))
+    if ext is not None:  # typed keys: select among their words (the key dimensions trail)
+        dt, (xw, yw) = ext
+        cond = asarray(condition, dtype=bool_)
+        shape = broadcast_shapes(cond.shape, x.shape, y.shape)
+        full = (*shape, *dt.element_shape)
+        cond = _lax.broadcast_in_dim(cond, full,
+                                     tuple(range(len(shape) - cond.ndim, len(shape))))
+        return dt.from_physical(_lax.select(cond, broadcast_to(xw, full),
+                                            broadcast_to(yw, full)))
     return _where3(condition, x, y)

@@ -257,6 +257,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     arrays = list(arrays)
     if not arrays:
         raise ValueError("Need at least one array to concatenate.")
+    if (ext := dtypes.extended_operands("concatenate", arrays)) is not None:
+        return _join_extended(ext, [x.ndim for x in arrays], axis, new_axis=False)
     _check_arraylike("concatenate", *arrays)
     if axis is None:
         arrays = [ravel(x) for x in arrays]
@@ -272,6 +274,21 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     return _result(lax.concatenate(arrays, axis))
 
 
+def _join_extended(ext, ndims, axis, new_axis: bool):
+    """concatenate/stack of typed keys: join their words, whose key dimensions trail."""
+    dt, words = ext
+    if axis is None:
+        words = [lax.reshape(w, (math.prod(get_aval(w).shape[:n]), *dt.element_shape))
+                 for w, n in zip(words, ndims)]
+        ndims, axis = [1] * len(ndims), 0
+    if not new_axis and any(n == 0 for n in ndims):
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, ndims[0] + new_axis)
+    if new_axis:
+        words = [lax.expand_dims(w, (axis,)) for w in words]
+    return dt.from_physical(lax.concatenate(words, axis))
+
+
 def stack(arrays, axis: int = 0, out=None, dtype=None):
     """Join arrays of one shape along a new ``axis``."""
     if out is not None:
@@ -279,6 +296,11 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     arrays = list(arrays)
     if not arrays:
         raise ValueError("Need at least one array to stack.")
+    if (ext := dtypes.extended_operands("stack", arrays)) is not None:
+        if any(x.shape != arrays[0].shape for x in arrays):
+            raise ValueError(f"All input arrays must have the same shape, got "
+                             f"{', '.join(str(x.shape) for x in arrays)}.")
+        return _join_extended(ext, [x.ndim for x in arrays], axis, new_axis=True)
     _check_arraylike("stack", *arrays)
     shapes = [_shape(x) for x in arrays]
     if any(s != shapes[0] for s in shapes):

@@ -90,6 +90,16 @@ class KeyTy(dtypes.ExtendedDType):
         return PRNGKeyArray(self._impl, aval.ShapeDtypeStruct(
             (*struct.shape, *self._impl.key_shape), _U32))
 
+    @property
+    def element_shape(self) -> tuple[int, ...]:
+        return self._impl.key_shape
+
+    def to_physical(self, x):
+        return x._base
+
+    def from_physical(self, data):
+        return PRNGKeyArray(self._impl, data)
+
     def __eq__(self, other) -> bool:
         return type(other) is KeyTy and self._impl is other._impl
 

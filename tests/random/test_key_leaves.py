@@ -190,3 +190,33 @@ def test_keys_refuse_array_use_like_jax():
         minijax.grad(lambda k: mr.normal(k))(k)
     with pytest.raises(TypeError):
         jax.grad(lambda k: jr.normal(k))(jr.key(0))
+
+
+def test_stack_concatenate_where_of_keys_match_jax():
+    """jnp.stack/concatenate/where move typed keys as jax does (eager and under jit)."""
+    import jax as rjax
+    import jax.numpy as rjnp
+
+    import minijax as mj
+    import minijax.numpy as mjnp
+
+    def programs(lib, np_):
+        def f(k):
+            ks = lib.random.split(k, 3)
+            mask = np_.array([True, False, True])
+            return [np_.stack([k, k]), np_.stack([ks, ks], axis=-1),
+                    np_.concatenate([ks, ks[:1]]), np_.concatenate([ks[None], ks[None]], axis=None),
+                    np_.where(mask, ks, k), np_.where(False, k, ks)]
+        return f
+
+    for jit in (False, True):
+        f_mj, f_jx = programs(mj, mjnp), programs(rjax, rjnp)
+        if jit:
+            f_mj, f_jx = mj.jit(f_mj), rjax.jit(f_jx)
+        outs_mj, outs_jx = f_mj(mj.random.key(7)), f_jx(rjax.random.key(7))
+        for a, b in zip(outs_mj, outs_jx):
+            assert a.shape == b.shape and str(a.dtype) == str(b.dtype)
+            np.testing.assert_array_equal(np.asarray(mj.random.key_data(a)),
+                                          np.asarray(rjax.random.key_data(b)))
+    with pytest.raises(TypeError):
+        mjnp.stack([mj.random.key(0), mjnp.zeros(())])
