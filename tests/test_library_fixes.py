@@ -286,3 +286,30 @@ def test_custom_vjp_symbolic_zeros_gives_fwd_perturbed_primals_like_jax():
     import jax
     import jax.numpy as jjnp
     assert _symbolic_zeros_vjp(minijax, jnp) == _symbolic_zeros_vjp(jax, jjnp)
+
+
+def test_custom_vjp_fwd_sees_literal_arguments_as_typed_values():
+    """Under jvp of a jit, a Python-number argument of a custom_vjp reaches fwd as a value
+    with shape and dtype (jax: a tracer; equinox's checkpointed while loop reads
+    ``x.shape``), and the derivatives match jax's."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        seen = []
+
+        @lib.custom_vjp
+        def f(x, n, flag):
+            return x * 2.0
+
+        def fwd(x, n, flag):
+            seen.append((n.shape, str(n.dtype), flag.shape, str(flag.dtype)))
+            return x * 2.0, None
+
+        f.defvjp(fwd, lambda r, g: (g * 2.0, None, None))
+        g = lib.jit(lambda x: f(x, 0, True))
+        lin = lib.linearize(g, 1.0)[0]
+        return float(lin), float(lib.grad(g)(1.5)), seen[0]
+
+    assert run(mj) == run(rjax)

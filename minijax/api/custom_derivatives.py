@@ -25,6 +25,7 @@ from minijax.core.primitives import jit_p
 from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, _state,
                                 eval_jaxpr, get_aval, trace_to_jaxpr, use_trace)
 from minijax.core.traceback_util import api_boundary
+from minijax.lax.convert import convert_element_type
 from minijax.api.vmap import vmap
 from minijax.api.naming import wraps
 from minijax.stages.common import fun_name
@@ -433,8 +434,17 @@ class CustomVJPPrimal:
         return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
 
 
+def _typed_scalar(x):
+    """A Python number (a jaxpr literal) as an array of its dtype, so that a fwd rule can
+    read ``x.shape`` and ``x.dtype`` (jax hands it a typed value there)."""
+    if type(x) in (bool, int, float, complex):  # weak-typed as jax's, but for bools
+        return convert_element_type(x, dtypes.python_scalar_dtype(x),
+                                    weak_type=type(x) is not bool)
+    return x
+
+
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
-    args = primals[num_consts:]
+    args = [_typed_scalar(a) for a in primals[num_consts:]]
     ts = tangents[num_consts:]
     if getattr(fwd, "symbolic_zeros", False):  # fwd sees which inputs are perturbed
         out, residuals = fwd([CustomVJPPrimal(a, type(t) is not Zero)
