@@ -258,6 +258,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     if not arrays:
         raise ValueError("Need at least one array to concatenate.")
     if (ext := dtypes.extended_operands("concatenate", arrays)) is not None:
+        if axis is None:  # typed keys flatten with their own ravel
+            return concatenate([x.ravel() for x in arrays], 0)
         return _join_extended(ext, [x.ndim for x in arrays], axis, new_axis=False)
     _check_arraylike("concatenate", *arrays)
     if axis is None:
@@ -277,10 +279,6 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
 def _join_extended(ext, ndims, axis, new_axis: bool):
     """concatenate/stack of typed keys: join their words, whose key dimensions trail."""
     dt, words = ext
-    if axis is None:
-        words = [lax.reshape(w, (math.prod(get_aval(w).shape[:n]), *dt.element_shape))
-                 for w, n in zip(words, ndims)]
-        ndims, axis = [1] * len(ndims), 0
     if not new_axis and any(n == 0 for n in ndims):
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     axis = canonicalize_axis(axis, ndims[0] + new_axis)
