@@ -8,6 +8,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from minijax.lowering import mlir
+from minijax.runtime import bytecode_check
 
 __all__ = ["deserialize", "import_functions", "serialize", "target_version"]
 
@@ -38,9 +39,11 @@ def deserialize(blob: bytes) -> ir.Module:
     if not isinstance(blob, (bytes, bytearray)) or not bytes(blob[:4]) == b"ML\xefR":
         raise ValueError("the serialized module is not a StableHLO portable artifact "
                          "(MLIR bytecode)")
+    blob = bytes(blob)
+    bytecode_check.check(blob)  # MLIR's reader trusts some of its tables
     with mlir.context():
         try:
-            module = _jax.mlir.deserialize_portable_artifact(bytes(blob))
+            module = _jax.mlir.deserialize_portable_artifact(blob)
         except Exception as e:
             raise ValueError(f"the serialized module could not be read: {e}") from None
         if module is None or not module.operation.verify():
