@@ -55,11 +55,14 @@ pbroadcast_p.def_abstract_eval(lambda x, *, axes: x)
 pbroadcast_p.def_lowering(lambda ctx, x, *, axes: x)
 def_elementwise_batch(pbroadcast_p)
 
-psum_invariant_p = _par._reducer("psum_invariant", "add")
-
 
 def _pbroadcast_transpose(ct, x, *, axes):
     return [psum_invariant_p.bind(instantiate(ct), axes=axes)[0]]
+
+
+deflinear(pbroadcast_p, _pbroadcast_transpose)
+
+psum_invariant_p = _par._reducer("psum_invariant", "add")
 
 
 def _psum_invariant_transpose(cts, *args, axes, axis_index_groups=None):
@@ -67,7 +70,6 @@ def _psum_invariant_transpose(cts, *args, axes, axis_index_groups=None):
             for a, c in zip(args, cts)]
 
 
-deflinear(pbroadcast_p, _pbroadcast_transpose)
 deflinear(psum_invariant_p, _psum_invariant_transpose)
 
 
