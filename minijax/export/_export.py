@@ -152,18 +152,26 @@ class Exported:
         return call_exported(self)(*args, **kwargs)
 
     def in_shardings_jax(self, mesh) -> tuple:
-        """Shardings for the arguments on ``mesh`` (None where unspecified)."""
+        """Shardings for the arguments on ``mesh`` (a ``Mesh`` or ``AbstractMesh`` with
+        the axes of the mesh the function was exported for; None where unspecified)."""
         return tuple(_named_on_mesh(s, mesh) for s in self._in_named_shardings)
 
     def out_shardings_jax(self, mesh) -> tuple:
+        """Shardings for the results on ``mesh`` (as ``in_shardings_jax``)."""
         return tuple(_named_on_mesh(s, mesh) for s in self._out_named_shardings)
 
 
 def _named_on_mesh(s, mesh):
     if s is None:
         return None
-    from minijax.sharding import NamedSharding, PartitionSpec
-    return NamedSharding(mesh, PartitionSpec(*s.spec))
+    from minijax.sharding import NamedSharding
+    am = mesh.abstract_mesh
+    if (tuple(am.axis_sizes) != tuple(s.mesh.axis_sizes)
+            or tuple(am.axis_names) != tuple(s.mesh.axis_names)
+            or tuple(am.axis_types) != tuple(s.mesh.axis_types)):
+        raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
+                         f"export {s.mesh}.")
+    return NamedSharding(mesh, s.spec, memory_kind=s.memory_kind)
 
 
 _vjp_cache: dict = {}
@@ -283,13 +291,10 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
         raise NotImplementedError("serialization of host_callbacks is not yet implemented")
     device = lowered._device
     nr_devices = len(getattr(device, "devices", ())) or 1
-    if nr_devices > 1:
-        raise NotImplementedError(
-            "minijax.export supports functions on one device; this one is placed on "
-            f"{nr_devices} devices")
     _check_custom_calls(text, disabled)
     multi = len(platforms) > 1
     in_avals = tuple(entry.in_avals)
+    in_named, out_named = _named_shardings(device, in_avals, tuple(entry.out_avals))
     poly = bool(dim_vars_of(a.shape for a in in_avals))
     module_text = _to_calling_convention(text, multi, poly)
     blob = portable.serialize(module_text)
@@ -304,13 +309,40 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
     return Exported(
         fun_name=entry.name, in_tree=entry.in_tree, in_avals=in_avals,
         out_tree=entry.out_tree, out_avals=out_avals, _has_named_shardings=True,
-        _in_named_shardings=(None,) * len(in_avals),
-        _out_named_shardings=(None,) * len(out_avals),
+        _in_named_shardings=in_named, _out_named_shardings=out_named,
         in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
         nr_devices=nr_devices, platforms=platforms, ordered_effects=(),
         unordered_effects=unordered, disabled_safety_checks=disabled,
         mlir_module_serialized=blob, calling_convention_version=CALLING_CONVENTION_VERSION,
         module_kept_var_idx=kept, uses_global_constants=multi or poly, _get_vjp=get_vjp)
+
+
+def _named_shardings(device, in_avals: tuple, out_avals: tuple) -> tuple[tuple, tuple]:
+    """The shardings an Exported records, as jax's: per argument and result, the
+    ``NamedSharding`` asked for, over its mesh's ``AbstractMesh``, or None where none was
+    (unspecified: the partitioner chooses)."""
+    from minijax.runtime.sharding import Placement
+    if not isinstance(device, Placement):
+        return (None,) * len(in_avals), (None,) * len(out_avals)
+    if len(device.in_shardings) != len(in_avals):
+        raise NotImplementedError(
+            f"exporting a sharded function: {len(device.in_shardings)} argument shardings "
+            f"for {len(in_avals)} arguments")
+    specified = device.in_specified or (True,) * len(in_avals)
+    ins = tuple(_abstract_named(s, a) if given else None
+                for s, a, given in zip(device.in_shardings, in_avals, specified))
+    outs = device.out_shardings or (None,) * len(out_avals)
+    return ins, tuple(_abstract_named(s, a) for s, a in zip(outs, out_avals))
+
+
+def _abstract_named(s, aval):
+    from minijax.runtime.sharding import NamedSharding
+    if s is None:
+        return None
+    if not isinstance(s, NamedSharding):
+        raise NotImplementedError(f"exporting a function whose values are laid out as {s} "
+                                  "(only NamedShardings are recorded)")
+    return NamedSharding(s.mesh.abstract_mesh, s.spec, memory_kind=s.memory_kind)
 
 
 def _effects_of(closed) -> frozenset:
