@@ -532,8 +532,13 @@ def _lowering(ctx, *args, exported: Exported):
                              f"'{exported.platforms}' but it is used on '{(platform,)}'.")
     else:
         index = None
-    text, main, ins, outs = _imported_functions(exported)
     mod = ctx.module
+    num_devices = _context_devices(mod)
+    if num_devices != exported.nr_devices and exported.nr_devices != 1:
+        raise ValueError(
+            f"Function {exported.fun_name} was exported for {exported.nr_devices} devices "
+            f"and is called in a context with {num_devices} devices, which is not allowed.")
+    text, main, ins, outs = _imported_functions(exported)
     key = ("call_exported", id(exported))
     if key not in mod.cache:
         mod.raw.append(text)
@@ -566,6 +571,15 @@ def _lowering(ctx, *args, exported: Exported):
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     return [r if r.type == t else ctx.op("stablehlo.convert", [r], a)
             for r, t, a in zip(res, out_types, out_avals)]
+
+
+def _context_devices(mod) -> int:
+    """The number of devices the module being lowered is partitioned over."""
+    text = mod.attrs.get("mhlo.num_partitions", "1 : i32")
+    try:
+        return int(str(text).split(":")[0])
+    except ValueError:
+        return 1
 
 
 def _batch(trace, vals, dims, *, exported: Exported):
