@@ -323,3 +323,174 @@ def test_mesh_mismatch_error(results):
 
 
 pytestmark = pytest.mark.slow
+
+
+# ---- damaged sharding fields (in this process: reading needs no devices) ------------------
+
+def _sharded_table():
+    """The table of a (1-device) Exported given shardings over an abstract 4x2 mesh."""
+    import dataclasses
+    import minijax
+    import minijax.numpy as mnp
+    from minijax import export as mexport
+    from minijax.export import _serialization as ser
+    from minijax.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec as P
+    from minijax.runtime.sharding import AbstractDevice
+
+    def f(a, b):
+        return mnp.sin(a) @ b, a.sum()
+    exp = mexport.export(minijax.jit(f))(_x(8, 4), _x(4, 6))
+    mesh = AbstractMesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Auto),
+                        abstract_device=AbstractDevice("cpu", None, "cpu"))
+    exp = dataclasses.replace(
+        exp, nr_devices=8,
+        _in_named_shardings=(NamedSharding(mesh, P("x", None)), None),
+        _out_named_shardings=(NamedSharding(mesh, P(("x", "y"))), NamedSharding(mesh, P())))
+    return exp, ser._exported_table(exp, 0)
+
+
+def test_round_trip_without_devices():
+    from minijax import export as mexport
+    exp, _ = _sharded_table()
+    back = mexport.deserialize(exp.serialize())
+    assert back.nr_devices == 8
+    assert [_named_summary(s) for s in back._in_named_shardings] == [
+        ((4, 2), ("x", "y"), ("Explicit", "Auto"), ("cpu", None, "cpu"), ("x", None),
+         None), None]
+    assert [str(h) for h in back.out_shardings_hlo] == ["{devices=[8,1]<=[8]}", "{replicated}"]
+    assert back.in_shardings_hlo[1] is None
+    # the explicit axis is in the argument's type, as jax's update_aval_with_sharding
+    assert tuple(back.in_avals[0].sharding.spec) == ("x", None)
+
+
+def _damaged(edit):
+    """The bytes of ``_sharded_table()`` after ``edit(fields)`` changed its fields."""
+    from minijax.export._flatbuf import build
+    _, t = _sharded_table()
+    edit(t.fields)
+    return bytes(build(t))
+
+
+def _mesh(f):
+    return f[20].items[0].fields
+
+
+def _named(f, i=0):
+    return f[21].items[i].fields
+
+
+def _set(d, k, v):
+    d[k] = v
+
+
+BAD_FIELDS = {
+    "axis type 0 (Missing)": lambda f: _set(_mesh(f), 2, _scalars("b", [0, 1])),
+    "axis type 9": lambda f: _set(_mesh(f), 2, _scalars("b", [1, 9])),
+    "fewer axis types": lambda f: _set(_mesh(f), 2, _scalars("b", [1])),
+    "axis size 0": lambda f: _set(_mesh(f), 0, _scalars("I", [4, 0])),
+    "huge mesh": lambda f: _set(_mesh(f), 0, _scalars("I", [2 ** 31, 2 ** 31])),
+    "more sizes than names": lambda f: _set(_mesh(f), 0, _scalars("I", [4, 2, 1])),
+    "repeated axis name": lambda f: _set(_mesh(f), 1, _vector(["x", "x"])),
+    "empty axis name": lambda f: _set(_mesh(f), 1, _vector(["x", ""])),
+    "device without kind": lambda f: _mesh(f)[3].fields.pop(0),
+    "unknown device kind": lambda f: (_mesh(f)[3].fields.pop(2),
+                                      _set(_mesh(f)[3].fields, 0, "abacus")),
+    "mesh index out of range": lambda f: _set(_named(f), 3, ("u32", 5)),
+    "spec names an unknown axis": lambda f: _set(
+        _named(f)[1].fields, 0, _vector([_table({0: _vector(["z"])})])),
+    "spec uses an axis twice": lambda f: _set(
+        _named(f)[1].fields, 0, _vector([_table({0: _vector(["x"])}),
+                                         _table({0: _vector(["x"])})])),
+    "spec longer than the array": lambda f: _set(
+        _named(f)[1].fields, 0, _vector([_table({})] * 3)),
+    "no spec": lambda f: _named(f).pop(1),
+    "sharding index out of range": lambda f: _set(f, 24, _scalars("I", [7, 0])),
+    "sharding indices for other arguments": lambda f: _set(f, 24, _scalars("I", [1])),
+    "bad memory kind": lambda f: _set(_named(f), 2, "dev\x00ice"),
+    "no mesh table nor mesh": lambda f: (f.pop(20), _named(f).pop(0)),
+    "old shardings, fewer": lambda f: (f.pop(24), _set(f, 7, _vector([_table({})]))),
+}
+
+
+def _scalars(fmt, values):
+    from minijax.export._flatbuf import Scalars
+    return Scalars(fmt, values)
+
+
+def _vector(items):
+    from minijax.export._flatbuf import Vector
+    return Vector(items)
+
+
+def _table(fields):
+    from minijax.export._flatbuf import Table
+    return Table(fields)
+
+
+@pytest.mark.parametrize("what", list(BAD_FIELDS))
+def test_damaged_sharding_fields_are_value_errors(what):
+    from minijax import export as mexport
+    blob = _damaged(BAD_FIELDS[what])
+    with pytest.raises(ValueError):
+        mexport.deserialize(blob)
+
+
+def test_unsupported_sharding_fields_are_not_implemented():
+    from minijax import export as mexport
+    # jax's writer since 3/2026 writes neither: HloSharding protos (older exports) and
+    # reduced/unreduced axes
+    old = _damaged(lambda f: (f.pop(24), _set(f, 7, _vector([_table({1: b"\x08\x01"}),
+                                                             _table({})]))))
+    with pytest.raises(NotImplementedError, match="HloSharding"):
+        mexport.deserialize(old)
+    red = _damaged(lambda f: _set(_named(f)[1].fields, 1, _vector(["y"])))
+    with pytest.raises(NotImplementedError, match="reduced"):
+        mexport.deserialize(red)
+
+
+def test_old_buffers_spell_shardings_out():
+    """Before table 24/25 (jax before 4/2026) each argument's sharding is spelled out in
+    table 7/8, its mesh in the sharding itself."""
+    from minijax import export as mexport
+    blob = _damaged(lambda f: [f.pop(k) for k in (20, 21, 24, 25)])
+    back = mexport.deserialize(blob)
+    assert [None if h is None else str(h) for h in back.in_shardings_hlo] == [
+        "{devices=[4,1,2]<=[8] last_tile_dim_replicate}", None]
+    assert tuple(back._out_named_shardings[0].spec) == (("x", "y"),)
+
+
+FUZZ = r"""
+import collections, numpy as np
+import tests.export.test_export_sharded as t
+from minijax import export as mexport
+exp, _ = t._sharded_table()
+blob = bytes(exp.serialize())
+start = blob.index(b"ML\xefR") + len(exp.mlir_module_serialized)  # after the module
+rng = np.random.default_rng(0)
+seen = collections.Counter()
+for i in range(N):
+    b = bytearray(blob)
+    for _ in range(rng.integers(1, 4)):
+        b[rng.integers(start, len(b))] = rng.integers(0, 256)
+    try:
+        mexport.deserialize(bytes(b))
+        seen["ok"] += 1
+    except (ValueError, TypeError, NotImplementedError) as e:
+        seen[type(e).__name__] += 1
+print(dict(seen))
+"""
+
+
+def test_fuzz_sharding_fields_in_subprocess():
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", "N = 300\n" + FUZZ], cwd=repo,
+                       capture_output=True, text=True, errors="replace", timeout=240,
+                       env={**os.environ, "PYTHONPATH": repo})
+    assert r.returncode >= 0, f"killed by signal {-r.returncode}:\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    seen = eval(r.stdout.strip().splitlines()[-1])  # a dict of counts
+    assert sum(seen.values()) == 300
+    assert seen.get("ValueError", 0) > 30
