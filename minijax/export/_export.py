@@ -304,7 +304,7 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
     unordered = tuple(sorted({e for e in _effects_of(closed) if not e.ordered}, key=repr))
 
     def get_vjp(primal: Exported) -> Exported:
-        return _export_vjp(closed, primal)
+        return _export_vjp(closed, primal, device)
 
     return Exported(
         fun_name=entry.name, in_tree=entry.in_tree, in_avals=in_avals,
@@ -354,9 +354,11 @@ def _flat_spec(avals) -> list:
     return [ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
 
 
-def _export_vjp(closed, primal: Exported) -> Exported:
+def _export_vjp(closed, primal: Exported, device=None) -> Exported:
     """The Exported of ``(primals..., out cotangents...) -> input cotangents`` of the flat
-    function ``closed`` computes."""
+    function ``closed`` computes; for a sharded primal (``device`` its Placement), laid
+    out as jax's: the primals and cotangents as the primal's arguments and results, the
+    input cotangents as its arguments."""
     from minijax.api.ad import vjp
     from minijax.stages.jit import jit
     n_in = len(primal.in_avals)
@@ -371,7 +373,15 @@ def _export_vjp(closed, primal: Exported) -> Exported:
 
     fun_vjp.__name__ = f"vjp_{primal.fun_name}"
     specs = _flat_spec(primal.in_avals) + _flat_spec(_tangent_aval(a) for a in primal.out_avals)
-    return export(jit(fun_vjp), platforms=primal.platforms,
+    from minijax.runtime.sharding import Placement
+    if isinstance(device, Placement):
+        specified = device.in_specified or (True,) * n_in
+        ins = [s if given else None for s, given in zip(device.in_shardings, specified)]
+        outs = list(device.out_shardings or (None,) * len(primal.out_avals))
+        wrapped = jit(fun_vjp, in_shardings=tuple(ins + outs), out_shardings=list(ins))
+    else:
+        wrapped = jit(fun_vjp)
+    return export(wrapped, platforms=primal.platforms,
                   disabled_checks=primal.disabled_safety_checks)(*specs)
 
 

@@ -218,6 +218,44 @@ def sharded_shape_dtype_structs():
 
 
 @case
+def vjp_both_ways():
+    """``serialize(vjp_order=1)`` of a sharded function: the vjp is laid out as jax's
+    (primals and cotangents as the primal's arguments and results, input cotangents as
+    its arguments), and ``grad`` of the function read back gives jax's values."""
+    libs = {w: _Lib(w) for w in ("jax", "minijax")}
+    blobs, meshes, out = {}, {}, {}
+    for w, L in libs.items():
+        fj, meshes[w] = _unspecified_out(L)
+        exp = L.export.export(fj)(*_specs(L, [_x(8, 4), _x(4, 6)]))
+        out[w + "_vjp"] = _summary(exp.vjp(), meshes[w])
+        blobs[w] = bytes(exp.serialize(vjp_order=1))
+    for writer, blob in blobs.items():
+        for reader, L in libs.items():
+            exp = L.export.deserialize(bytearray(blob))
+            mesh = meshes[reader]
+
+            def loss(a, b):
+                r = exp.call(a, b)
+                return (r[0] * r[0]).sum() + r[1]
+            g = L.lib.jit(L.lib.grad(loss, argnums=(0, 1)),
+                          in_shardings=(L.named(mesh, "x", None), L.named(mesh)))(
+                _x(8, 4), _x(4, 6))
+            out[writer[0] + reader[0]] = dict(vjp=_summary(exp.vjp(), mesh),
+                                              grad=[np.asarray(x) for x in g],
+                                              spec=[_spec(x) for x in g])
+    return out
+
+
+def _unspecified_out(L):
+    mesh = L.mesh((4, 2), ("x", "y"))
+
+    def f(a, b):
+        return L.np.sin(a) @ b, a.sum()
+    return L.lib.jit(f, in_shardings=(L.named(mesh, "x", None), None),
+                     out_shardings=(L.named(mesh, "x", "y"), None)), mesh
+
+
+@case
 def device_count_errors():
     """Calling an Exported for 8 devices on 1 (eagerly on numpy arguments, or a jit on
     one device) or on 4 devices is jax's ValueError; a 1-device Exported may be called
@@ -304,6 +342,17 @@ def test_sharded_shape_dtype_structs(results):
     assert r["jax"]["back"]["in_named"][1] is None  # unspecified
     _same_values(r["minijax"]["call"][0], r["jax"]["call"][0])
     assert r["minijax"]["call"][1] == r["jax"]["call"][1]
+
+
+def test_vjp_both_ways(results):
+    r = get(results, "vjp_both_ways")
+    assert r["minijax_vjp"] == r["jax_vjp"]
+    assert r["jax_vjp"]["nr_devices"] == 8
+    want = r["jj"]
+    for pair in ("jm", "mj", "mm"):
+        assert r[pair]["vjp"] == want["vjp"], pair
+        _same_values(r[pair]["grad"], want["grad"])
+        assert r[pair]["spec"] == want["spec"], pair
 
 
 def test_device_count_errors(results):
