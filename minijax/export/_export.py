@@ -154,14 +154,25 @@ class Exported:
     def in_shardings_jax(self, mesh) -> tuple:
         """Shardings for the arguments on ``mesh`` (a ``Mesh`` or ``AbstractMesh`` with
         the axes of the mesh the function was exported for; None where unspecified)."""
-        return tuple(_named_on_mesh(s, mesh) for s in self._in_named_shardings)
+        return tuple(_named_on_mesh(s, mesh, self._has_named_shardings, h, a) for s, h, a in
+                     zip(self._in_named_shardings, self.in_shardings_hlo, self.in_avals))
 
     def out_shardings_jax(self, mesh) -> tuple:
         """Shardings for the results on ``mesh`` (as ``in_shardings_jax``)."""
-        return tuple(_named_on_mesh(s, mesh) for s in self._out_named_shardings)
+        return tuple(_named_on_mesh(s, mesh, self._has_named_shardings, h, a) for s, h, a in
+                     zip(self._out_named_shardings, self.out_shardings_hlo, self.out_avals))
 
 
-def _named_on_mesh(s, mesh):
+def _named_on_mesh(s, mesh, has_named: bool = True, hlo=None, aval=None):
+    if not has_named:  # an HloSharding (jax's exports before 1/2026): its spec on mesh
+        if hlo is None:
+            return None
+        from minijax.sharding import NamedSharding
+        from minijax.runtime.sharding import spec_of_hlo
+        spec = spec_of_hlo(mesh, hlo, len(aval.shape))
+        if spec is None:
+            raise ValueError(f"the HloSharding {hlo} is not a PartitionSpec over {mesh}")
+        return NamedSharding(mesh, spec, memory_kind="device")
     if s is None:
         return None
     from minijax.sharding import NamedSharding

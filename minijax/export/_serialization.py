@@ -364,8 +364,18 @@ def _read_exported(r, depth: int) -> _export.Exported:
     out_avals = tuple(a for a, _ in out_avals)
     in_named = _read_shardings(r, 24, 7, in_avals, named, meshes)
     out_named = _read_shardings(r, 25, 8, out_avals, named, meshes)
-    in_avals = tuple(_with_sharding(a, x) for a, x in zip(in_avals, in_named))
-    out_avals = tuple(_with_sharding(a, x) for a, x in zip(out_avals, out_named))
+    if any(isinstance(x, _OldHlo) for x in (*in_named, *out_named)):
+        # written by jax before 1/15/2026: HloShardings and no named shardings
+        has_named = False
+        in_hlo = tuple(_old_hlo(x) for x in in_named)
+        out_hlo = tuple(_old_hlo(x) for x in out_named)
+        in_named, out_named = (None,) * len(in_avals), (None,) * len(out_avals)
+    else:
+        has_named = True
+        in_avals = tuple(_with_sharding(a, x) for a, x in zip(in_avals, in_named))
+        out_avals = tuple(_with_sharding(a, x) for a, x in zip(out_avals, out_named))
+        in_hlo = tuple(_hlo_of(x, a) for x, a in zip(in_named, in_avals))
+        out_hlo = tuple(_hlo_of(x, a) for x, a in zip(out_named, out_avals))
     # A table reached twice (offsets may share it) is read twice: the budget keeps a
     # crafted buffer from growing a tree exponentially. jax writes every node apart, in
     # at least 8 bytes (its table and the offset to it).
@@ -401,11 +411,9 @@ def _read_exported(r, depth: int) -> _export.Exported:
         get_vjp = lambda _: vjp  # noqa: E731
     return _export.Exported(
         fun_name=fun_name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
-        out_avals=out_avals, _has_named_shardings=True,
+        out_avals=out_avals, _has_named_shardings=has_named,
         _in_named_shardings=in_named, _out_named_shardings=out_named,
-        in_shardings_hlo=tuple(_hlo_of(x, a) for x, a in zip(in_named, in_avals)),
-        out_shardings_hlo=tuple(_hlo_of(x, a) for x, a in zip(out_named, out_avals)),
-        nr_devices=nr_devices, platforms=platforms, ordered_effects=ordered,
+        in_shardings_hlo=in_hlo, out_shardings_hlo=out_hlo, nr_devices=nr_devices, platforms=platforms, ordered_effects=ordered,
         unordered_effects=unordered, disabled_safety_checks=checks,
         mlir_module_serialized=module, calling_convention_version=ccv,
         module_kept_var_idx=tuple(kept), uses_global_constants=uses_global,
@@ -525,22 +533,43 @@ def _read_shardings(r, idx_slot: int, old_slot: int, avals: tuple, named: list,
         old = r.tables(old_slot)
         if old and len(old) != len(avals):
             _bad("the shardings do not match the arguments")
-        out = tuple(_read_old_sharding(s, meshes) for s in old) or (None,) * len(avals)
+        out = tuple(_read_old_sharding(s, meshes, len(a.shape))
+                    for s, a in zip(old, avals)) or (None,) * len(avals)
     for x, a in zip(out, avals):
-        if x is not None and len(x.spec) > len(a.shape):
+        if x is not None and not isinstance(x, _OldHlo) and len(x.spec) > len(a.shape):
             _bad(f"the sharding {x.spec} has more entries than the {len(a.shape)} "
                  "dimensions of its array")
     return out
 
 
-def _read_old_sharding(r, meshes: list):
+class _OldHlo:
+    """An argument's sharding as an XLA HloSharding (jax's exports before 1/15/2026)."""
+
+    __slots__ = ("hlo",)
+
+    def __init__(self, hlo):
+        self.hlo = hlo
+
+
+def _old_hlo(x):
+    if x is None:
+        return None
+    if not isinstance(x, _OldHlo):
+        _bad("an Exported mixes named shardings and HloSharding protos")
+    return x.hlo
+
+
+def _read_old_sharding(r, meshes: list, ndim: int):
     ns = r.table(2)
     if ns is not None:
         return _read_named(ns, meshes)
-    if r.bytes(1) is not None:
-        raise NotImplementedError(
-            "deserializing an Exported with HloSharding protos (written by jax before "
-            "January 2026) is not implemented in minijax")
+    proto = r.bytes(1)
+    if proto is not None:
+        from minijax.export._opsharding import op_sharding_text
+        from minijax.runtime.sharding import hlo_sharding_from_text
+        if len(proto) > 1 << 20:
+            _bad("an HloSharding proto of more than 1 MiB")
+        return _OldHlo(hlo_sharding_from_text(op_sharding_text(proto, ndim)))
     return None
 
 

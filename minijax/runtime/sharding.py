@@ -793,6 +793,20 @@ def _named_hlo(mesh: Mesh, parts: tuple, ndim: int) -> xla_client.HloSharding:
     return xla_client.HloSharding.from_string(_named_hlo_text(mesh, parts, ndim))
 
 
+def hlo_sharding_from_text(text: str) -> xla_client.HloSharding:
+    """XLA's ``HloSharding`` of its text form (``{devices=[2,1]<=[2]}``)."""
+    return xla_client.HloSharding.from_string(text)
+
+
+def spec_of_hlo(mesh: Any, hlo: xla_client.HloSharding, ndim: int) -> PartitionSpec | None:
+    """A ``PartitionSpec`` over ``mesh`` (concrete or abstract) whose HLO sharding for an
+    ``ndim``-d array is ``hlo``, or None if none (of at most two axes a dimension) is."""
+    if hlo.is_replicated():
+        return PartitionSpec()
+    found = _search_spec(mesh, hlo, ndim)
+    return None if found is None else found.spec
+
+
 class HloShardingOnDevices(Sharding):
     """A layout given by an XLA ``HloSharding`` over a list of devices (what XLA's
     partitioner chose for an output that no ``PartitionSpec`` over the mesh names)."""

@@ -486,12 +486,6 @@ def test_damaged_sharding_fields_are_value_errors(what):
 
 def test_unsupported_sharding_fields_are_not_implemented():
     from minijax import export as mexport
-    # jax's writer since 3/2026 writes neither: HloSharding protos (older exports) and
-    # reduced/unreduced axes
-    old = _damaged(lambda f: (f.pop(24), _set(f, 7, _vector([_table({1: b"\x08\x01"}),
-                                                             _table({})]))))
-    with pytest.raises(NotImplementedError, match="HloSharding"):
-        mexport.deserialize(old)
     red = _damaged(lambda f: _set(_named(f)[1].fields, 1, _vector(["y"])))
     with pytest.raises(NotImplementedError, match="reduced"):
         mexport.deserialize(red)
@@ -515,12 +509,16 @@ from minijax import export as mexport
 exp, _ = t._sharded_table()
 blob = bytes(exp.serialize())
 start = blob.index(b"ML\xefR") + len(exp.mlir_module_serialized)  # after the module
+proto = t._proto("{devices=[2,4]<=[4,2]T(1,0)}")
+old = t._old_blob([proto, None], [t._proto("{devices=[8,1]<=[8]}"), None])
+old_start = old.index(proto) - 64  # the HloSharding protos, written before the module
 rng = np.random.default_rng(0)
 seen = collections.Counter()
 for i in range(N):
-    b = bytearray(blob)
+    src, lo, hi = (blob, start, len(blob)) if i % 2 else (old, old_start, old_start + 200)
+    b = bytearray(src)
     for _ in range(rng.integers(1, 4)):
-        b[rng.integers(start, len(b))] = rng.integers(0, 256)
+        b[rng.integers(lo, min(hi, len(b)))] = rng.integers(0, 256)
     try:
         mexport.deserialize(bytes(b))
         seen["ok"] += 1
@@ -543,3 +541,97 @@ def test_fuzz_sharding_fields_in_subprocess():
     seen = eval(r.stdout.strip().splitlines()[-1])  # a dict of counts
     assert sum(seen.values()) == 300
     assert seen.get("ValueError", 0) > 30
+
+
+# ---- HloSharding protos: jax's exports before 1/15/2026 (table 7/8, no named shardings) ---
+
+# shardings of the first (2-d) argument
+HLO_TEXTS = ["{replicated}", "{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+             "{devices=[2,4]<=[4,2]T(1,0)}", "{devices=[2,2,2]0,2,1,3,4,6,5,7 "
+             "last_tile_dim_replicate}", "{maximal device=3}", "{devices=[8,1]<=[8]}",
+             "{devices=[4,2]0,1,2,3,4,5,6,7}"]
+
+
+def _proto(text):
+    from jax._src.lib import xla_client
+    return bytes(xla_client.HloSharding.from_string(text).to_proto().SerializeToString())
+
+
+def _old_blob(in_protos, out_protos=(None, None)):
+    def edit(f):
+        for k in (20, 21, 24, 25):
+            f.pop(k)
+        f[7] = _vector([_table({}) if p is None else _table({1: p}) for p in in_protos])
+        f[8] = _vector([_table({}) if p is None else _table({1: p}) for p in out_protos])
+    return _damaged(edit)
+
+
+@pytest.mark.parametrize("text", HLO_TEXTS)
+def test_hlo_sharding_protos_like_jax(text):
+    import jax
+    from jax import export as jexport
+    from minijax import export as mexport
+    from minijax.sharding import AbstractMesh
+    blob = _old_blob([_proto(text), None], [_proto("{replicated}"), None])
+    je = jexport.deserialize(bytearray(blob))
+    me = mexport.deserialize(blob)
+    assert me._has_named_shardings == je._has_named_shardings is False
+    for a, b in ((me.in_shardings_hlo, je.in_shardings_hlo),
+                 (me.out_shardings_hlo, je.out_shardings_hlo)):
+        assert [None if h is None else str(h) for h in a] == \
+            [None if h is None else str(h) for h in b]
+    assert list(me._in_named_shardings) == [None, None]
+    jm = jax.sharding.AbstractMesh((4, 2), ("x", "y"))
+    mm = AbstractMesh((4, 2), ("x", "y"))
+    try:
+        want = [None if s is None else (tuple(s.spec), s.memory_kind)
+                for s in je.in_shardings_jax(jm)]
+    except Exception:  # noqa: BLE001 - no PartitionSpec over the mesh (maximal)
+        with pytest.raises(ValueError):
+            me.in_shardings_jax(mm)
+        return
+    got = [None if s is None else (tuple(s.spec), s.memory_kind)
+           for s in me.in_shardings_jax(mm)]
+    assert [None if g is None else (_strip(g[0]), g[1]) for g in got] == \
+        [None if w is None else (_strip(w[0]), w[1]) for w in want]
+    # an Exported without named shardings is not serialized again, as in jax
+    for e in (me, je):
+        with pytest.raises(ValueError, match="must have named shardings"):
+            e.serialize()
+
+
+def _strip(spec):
+    parts = list(spec)
+    while parts and parts[-1] is None:
+        parts.pop()
+    return tuple(parts)
+
+
+BAD_PROTOS = {
+    "truncated varint": b"\x08\x83",
+    "field past the end": b"\x08\x03\x1a\x09\x04",
+    "type 9": b"\x08\x09",
+    "rank 3 for a 2-d array": _proto("{devices=[2,2,2]<=[8]}"),
+    "devices do not fill the tiles": b"\x08\x03\x1a\x02\x02\x02\x22\x03\x00\x01\x02",
+    "a device twice": b"\x08\x03\x1a\x02\x02\x01\x22\x02\x01\x01",
+    "iota of another size": b"\x08\x03\x1a\x02\x02\x02\x4a\x01\x08\x52\x01\x00",
+    "bad transpose": b"\x08\x03\x1a\x02\x04\x02\x4a\x02\x04\x02\x52\x02\x00\x00",
+    "zero tile dim": b"\x08\x03\x1a\x02\x00\x02\x4a\x01\x00\x52\x01\x00",
+    "maximal without a device": b"\x08\x01",
+    "replicated with tiles": b"\x08\x00\x1a\x02\x02\x01",
+    "wire type 7": b"\x0f",
+    "huge tile assignment": b"\x08\x03\x1a\x06\x80\x80\x80\x80\x80\x01\x01",
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_PROTOS))
+def test_bad_hlo_sharding_protos_are_value_errors(what):
+    from minijax import export as mexport
+    with pytest.raises(ValueError):
+        mexport.deserialize(_old_blob([BAD_PROTOS[what], None]))
+
+
+def test_tuple_hlo_sharding_proto_is_not_implemented():
+    from minijax import export as mexport
+    with pytest.raises(NotImplementedError, match="tuple"):
+        mexport.deserialize(_old_blob([b"\x08\x02", None]))
