@@ -2,6 +2,13 @@
 serialization version 11 read, written as jax writes it), with minijax's own flatbuffer
 code (``_flatbuf.py``).
 
+Shardings are written as jax 0.10.2 writes them: the distinct abstract meshes (table
+20: axis sizes, names, types, abstract device) and named shardings (table 21: mesh
+index, PartitionSpec, memory kind), each argument's and result's as an index (tables
+24/25, 0 unspecified) and, for older readers, spelled out (tables 7/8). Reading also
+takes the older forms: shardings in tables 7/8 only, and jax's HloSharding protos of
+before 1/15/2026 (``_opsharding.py``), which make an Exported without named shardings.
+
 Reading checks everything: a buffer that is not an Exported (truncated, flipped bits,
 another file) is a ``ValueError`` and nothing runs. Pytree node types other than tuple,
 list, dict and None are looked up by the name they were registered under with
@@ -413,7 +420,8 @@ def _read_exported(r, depth: int) -> _export.Exported:
         fun_name=fun_name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
         out_avals=out_avals, _has_named_shardings=has_named,
         _in_named_shardings=in_named, _out_named_shardings=out_named,
-        in_shardings_hlo=in_hlo, out_shardings_hlo=out_hlo, nr_devices=nr_devices, platforms=platforms, ordered_effects=ordered,
+        in_shardings_hlo=in_hlo, out_shardings_hlo=out_hlo, nr_devices=nr_devices,
+        platforms=platforms, ordered_effects=ordered,
         unordered_effects=unordered, disabled_safety_checks=checks,
         mlir_module_serialized=module, calling_convention_version=ccv,
         module_kept_var_idx=tuple(kept), uses_global_constants=uses_global,
@@ -421,7 +429,7 @@ def _read_exported(r, depth: int) -> _export.Exported:
 
 
 _MAX_MESH_AXES = 64
-_MAX_MESH_SIZE = 1 << 24
+_MAX_MESH_SIZE = 1 << 20
 
 
 def _name(x: str, what: str) -> str:

@@ -57,8 +57,9 @@ class DuplicateSpecError(Exception):
         self.message, self.mesh, self.pspec = message, mesh, pspec
 
 
-__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
-           "PartitionSpec", "Sharding", "SingleDeviceSharding", "UNCONSTRAINED", "jaxlib_sharding",
+__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh",
+           "NamedSharding", "PartitionSpec", "Sharding", "SingleDeviceSharding", "UNCONSTRAINED",
+           "hlo_sharding_from_text", "jaxlib_sharding", "spec_of_hlo",
            "get_abstract_mesh", "get_mesh", "make_mesh", "named_from_spec", "set_mesh",
            "sharding_from_hlo"]
 

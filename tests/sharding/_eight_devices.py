@@ -3,7 +3,8 @@
 ``worker(cases, path)`` runs in that subprocess: each case's result (or its error, as
 text) is pickled to ``path`` (the test's own temporary file, written by the test's own
 code: nothing from outside is unpickled). ``run_cases(module, tmp_dir)`` starts the
-subprocess for ``tests.sharding.<module>`` (or ``module`` itself when dotted) and returns ``(results, stderr)``;
+subprocess for ``tests.sharding.<module>`` (or ``module`` itself when dotted) and
+returns ``(results, stderr)``;
 ``get(results, name)`` is one case's value, failing the test with the case's error.
 """
 
