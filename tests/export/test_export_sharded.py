@@ -321,6 +321,7 @@ def _same_values(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(FUNS))
 def test_both_ways(results, name):
     r = get(results, name)
@@ -335,6 +336,7 @@ def test_both_ways(results, name):
         assert got["call"][1] == want["call"][1], pair
 
 
+@pytest.mark.slow
 def test_sharded_shape_dtype_structs(results):
     r = get(results, "sharded_shape_dtype_structs")
     assert r["minijax"]["fresh"] == r["jax"]["fresh"]
@@ -344,6 +346,7 @@ def test_sharded_shape_dtype_structs(results):
     assert r["minijax"]["call"][1] == r["jax"]["call"][1]
 
 
+@pytest.mark.slow
 def test_vjp_both_ways(results):
     r = get(results, "vjp_both_ways")
     assert r["minijax_vjp"] == r["jax_vjp"]
@@ -355,6 +358,7 @@ def test_vjp_both_ways(results):
         assert r[pair]["spec"] == want["spec"], pair
 
 
+@pytest.mark.slow
 def test_device_count_errors(results):
     r = get(results, "device_count_errors")
     assert r["minijax"]["errs"] == r["jax"]["errs"]
@@ -366,12 +370,11 @@ def test_device_count_errors(results):
     np.testing.assert_allclose(r["minijax"]["one"], r["jax"]["one"], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_mesh_mismatch_error(results):
     r = get(results, "mesh_mismatch_error")
     assert r["minijax"] == r["jax"] == [True, True]
 
-
-pytestmark = pytest.mark.slow
 
 
 # ---- damaged sharding fields (in this process: reading needs no devices) ------------------
@@ -528,6 +531,7 @@ print(dict(seen))
 """
 
 
+@pytest.mark.slow
 def test_fuzz_sharding_fields_in_subprocess():
     import os
     import subprocess
