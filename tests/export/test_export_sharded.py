@@ -79,8 +79,8 @@ def _summary(exp, mesh) -> dict:
                 for s in exp.in_shardings_jax(mesh)],
         out_jax=[None if s is None else (tuple(s.spec), s.memory_kind)
                  for s in exp.out_shardings_jax(mesh)],
-        in_avals=[(tuple(a.shape), str(a.dtype)) for a in exp.in_avals],
-        out_avals=[(tuple(a.shape), str(a.dtype)) for a in exp.out_avals])
+        in_avals=[(tuple(map(str, a.shape)), str(a.dtype)) for a in exp.in_avals],
+        out_avals=[(tuple(map(str, a.shape)), str(a.dtype)) for a in exp.out_avals])
 
 
 def _call(L, exp, mesh, args):
@@ -256,6 +256,44 @@ def _unspecified_out(L):
 
 
 @case
+def polymorphic_both_ways():
+    """A shape-polymorphic sharded function (``8*b`` rows split over the mesh), called on
+    16 rows: the module is refined to static shapes before it is partitioned."""
+    libs = {w: _Lib(w) for w in ("jax", "minijax")}
+    blobs, meshes, out = {}, {}, {}
+    for w, L in libs.items():
+        meshes[w] = mesh = L.mesh((8,), ("a",))
+        b, = L.export.symbolic_shape("8*b")
+        fj = L.lib.jit(lambda x: L.np.sin(x) * 2, in_shardings=L.named(mesh, "a"))
+        blobs[w] = bytes(L.export.export(fj)(L.lib.ShapeDtypeStruct((b, 3), np.float32))
+                         .serialize())
+    for writer, blob in blobs.items():
+        for reader, L in libs.items():
+            exp = L.export.deserialize(bytearray(blob))
+            out[writer[0] + reader[0]] = dict(
+                summary=_summary(exp, meshes[reader]),
+                call=_call(L, exp, meshes[reader], [_x(16, 3)]))
+    return out
+
+
+@case
+def reversed_mesh():
+    """Called over a mesh of the devices in another order (jax's in_shardings_jax
+    example): each device holds the rows its place in the mesh says."""
+    out = {}
+    for w in ("jax", "minijax"):
+        L = _Lib(w)
+        mesh = L.sh.Mesh(L.lib.devices(), ("a",))
+        exp = L.export.deserialize(L.export.export(L.lib.jit(
+            lambda x: x + x, in_shardings=L.named(mesh, "a")))(np.arange(8)).serialize())
+        run = L.sh.Mesh(L.lib.devices()[::-1], ("a",))
+        res = exp.call(L.lib.device_put(np.arange(8), exp.in_shardings_jax(run)[0]))
+        out[w] = sorted((s.device.id, np.asarray(s.data).tolist())
+                        for s in res.addressable_shards)
+    return out
+
+
+@case
 def device_count_errors():
     """Calling an Exported for 8 devices on 1 (eagerly on numpy arguments, or a jit on
     one device) or on 4 devices is jax's ValueError; a 1-device Exported may be called
@@ -356,6 +394,24 @@ def test_vjp_both_ways(results):
         assert r[pair]["vjp"] == want["vjp"], pair
         _same_values(r[pair]["grad"], want["grad"])
         assert r[pair]["spec"] == want["spec"], pair
+
+
+@pytest.mark.slow
+def test_polymorphic_both_ways(results):
+    r = get(results, "polymorphic_both_ways")
+    want = r["jj"]
+    assert want["summary"]["in_avals"] == [(("8*b", "3"), "float32")]
+    for pair in ("jm", "mj", "mm"):
+        assert r[pair]["summary"] == want["summary"], pair
+        _same_values(r[pair]["call"][0], want["call"][0])
+        assert r[pair]["call"][1] == want["call"][1], pair
+
+
+@pytest.mark.slow
+def test_reversed_mesh(results):
+    r = get(results, "reversed_mesh")
+    assert r["minijax"] == r["jax"]
+    assert r["jax"][0] == (0, [14])
 
 
 @pytest.mark.slow
