@@ -313,3 +313,47 @@ def test_custom_vjp_fwd_sees_literal_arguments_as_typed_values():
         return float(lin), float(lib.grad(g)(1.5)), seen[0]
 
     assert run(mj) == run(rjax)
+
+
+def test_custom_jvp_rule_sees_literal_arguments_as_typed_values():
+    """Under jvp or linearize of a jit, a literal argument of a custom_jvp (a Python number,
+    or a scalar array constant) reaches the rule as a value with jax's shape and dtype, not
+    as a Python number (equinox's closure-converted checkpointed loop body checks its
+    arguments are arrays); derivatives match jax's."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        seen = []
+
+        @lib.custom_jvp
+        def f(x, n, flag, m):
+            return x * 2.0
+
+        def f_jvp(p, t):
+            x, n, flag, m = p
+            seen.append(tuple((v.shape, str(v.dtype)) for v in (n, flag, m)))
+            return f(*p), t[0] * 2.0
+
+        f.defjvp(f_jvp)
+        g = lib.jit(lambda x: f(x, 0, True, lib.numpy.array(3, lib.numpy.int8)))
+        lin = lib.linearize(g, 1.0)[1](1.0)
+        t = lib.jvp(g, (1.0,), (2.0,))[1]
+        return float(lin), float(t), seen[0]
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "complex64", "int32", "bool"])
+def test_aval_to_tangent_aval(dtype):
+    """``typeof(x).to_tangent_aval()`` as jax's (equinox's filter_custom_jvp builds its
+    symbolic zeros from it)."""
+    x = np.zeros((2, 3), dtype)
+    want = jax.typeof(jax.numpy.asarray(x)).to_tangent_aval()
+    got = minijax.typeof(jnp.asarray(x)).to_tangent_aval()
+    assert (got.shape, str(got.dtype), got.weak_type) == (want.shape, str(want.dtype),
+                                                           want.weak_type)
+    w = jax.typeof(1.0).to_tangent_aval()
+    g = minijax.typeof(1.0).to_tangent_aval()
+    assert (str(g.dtype), g.weak_type) == (str(w.dtype), w.weak_type)

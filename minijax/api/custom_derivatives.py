@@ -246,7 +246,7 @@ def _tree_add(a, b):
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
-    args = primals[num_consts:]
+    args = _typed_args(primals[num_consts:], call_jaxpr, num_consts)
     ts = [instantiate(t) for t in tangents[num_consts:]]
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise TypeError(f"custom_jvp function {name} closes over a value that is being "
@@ -434,17 +434,24 @@ class CustomVJPPrimal:
         return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
 
 
-def _typed_scalar(x):
-    """A Python number (a jaxpr literal) as an array of its dtype, so that a fwd rule can
-    read ``x.shape`` and ``x.dtype`` (jax hands it a typed value there)."""
-    if type(x) in (bool, int, float, complex):  # weak-typed as jax's, but for bools
-        return convert_element_type(x, dtypes.python_scalar_dtype(x),
-                                    weak_type=type(x) is not bool)
-    return x
+def _typed_args(args, call_jaxpr, num_consts):
+    """The primal arguments a user's rule sees: a Python number (a jaxpr literal read by
+    eval_jaxpr) becomes an array of the literal's type (from the traced function's input
+    types, when known), so that the rule can read ``x.shape`` and ``x.dtype`` (jax
+    traces the rule on abstract values there, so its arguments are always typed)."""
+    avals = (call_jaxpr.in_avals[num_consts:] if call_jaxpr is not None
+             else [None] * len(args))
+    out = []
+    for x, a in zip(args, avals):
+        if type(x) in (bool, int, float, complex):
+            a = get_aval(x) if a is None else a
+            x = convert_element_type(x, a.dtype, weak_type=a.weak_type)
+        out.append(x)
+    return out
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
-    args = [_typed_scalar(a) for a in primals[num_consts:]]
+    args = _typed_args(primals[num_consts:], call_jaxpr, num_consts)
     ts = tangents[num_consts:]
     if getattr(fwd, "symbolic_zeros", False):  # fwd sees which inputs are perturbed
         out, residuals = fwd([CustomVJPPrimal(a, type(t) is not Zero)

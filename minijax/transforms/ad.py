@@ -60,9 +60,7 @@ class Zero:
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of integer and boolean values have dtype float0."""
-    if dtypes.is_inexact(aval.dtype):
-        return aval
-    return ShapedArray(aval.shape, dtypes.float0, False)
+    return aval.to_tangent_aval()
 
 
 def zeros_like_aval(aval: ShapedArray):
