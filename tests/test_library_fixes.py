@@ -357,3 +357,36 @@ def test_aval_to_tangent_aval(dtype):
     w = jax.typeof(1.0).to_tangent_aval()
     g = minijax.typeof(1.0).to_tangent_aval()
     assert (str(g.dtype), g.weak_type) == (str(w.dtype), w.weak_type)
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "jit_grad", "vmap"])
+def test_make_jaxpr_closing_over_outer_tracer_keeps_it_as_const(transform):
+    """make_jaxpr of a function closing over a tracer of an enclosing transformation gives
+    that tracer among the ClosedJaxpr's consts (as jax), so ``eval_jaxpr(jaxpr, consts,
+    *args)`` runs it (equinox's filter_closure_convert does this)."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        shapes = []
+
+        def outer(w):
+            def f(x):
+                return lib.numpy.dot(w, x) + lib.numpy.sin(w).sum()
+            cj = lib.make_jaxpr(f)(lib.numpy.ones(3))
+            shapes.append((len(cj.jaxpr.constvars), len(cj.consts), len(cj.jaxpr.invars)))
+            return lib.core.eval_jaxpr(cj.jaxpr, cj.consts, lib.numpy.arange(3.0))[0]
+
+        w = np.array([1.0, 2.0, 3.0], np.float32)
+        if transform == "jit":
+            out = lib.jit(outer)(w)
+        elif transform == "grad":
+            out = lib.grad(outer)(w)
+        elif transform == "jit_grad":
+            out = lib.jit(lib.grad(outer))(w)
+        else:
+            out = lib.vmap(outer)(np.stack([w, 2 * w]))
+        return np.asarray(out).tolist(), shapes[0]
+
+    assert run(mj) == run(rjax)
