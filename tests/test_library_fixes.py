@@ -390,3 +390,42 @@ def test_make_jaxpr_closing_over_outer_tracer_keeps_it_as_const(transform):
         return np.asarray(out).tolist(), shapes[0]
 
     assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("registry", ["axis_primitive_batchers", "fancy_primitive_batchers",
+                                      "primitive_batchers"])
+def test_batching_registries_call_rules_like_jax(registry):
+    """The three jax batching registries call their rules with jax's arguments:
+    ``axis_primitive_batchers``: (axis_size, axis_name, None, vals, dims);
+    ``fancy_primitive_batchers``: (axis_data, vals, dims); ``primitive_batchers``: (vals,
+    dims). (equinox's internal primitives use the first.)"""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        from importlib import import_module
+        batching = import_module(lib.__name__ + ".interpreters.batching")
+        core = import_module(lib.__name__ + ".extend.core")
+        p = core.Primitive(f"twice_{registry}")
+        p.def_impl(lambda x: 2 * x)
+        p.def_abstract_eval(lambda x: x)
+        seen = []
+
+        def rule(*args):
+            if registry == "axis_primitive_batchers":
+                size, name, trace_type, vals, dims = args
+                seen.append((size, name, trace_type))
+            elif registry == "fancy_primitive_batchers":
+                axis_data, vals, dims = args
+                seen.append((axis_data.size, axis_data.name))
+            else:
+                vals, dims = args
+            seen.append(tuple(dims))
+            return p.bind(*vals), dims[0]
+
+        getattr(batching, registry)[p] = rule
+        out = lib.vmap(p.bind, axis_name="i")(np.arange(3.0, dtype=np.float32))
+        return np.asarray(out).tolist(), seen
+
+    assert run(mj) == run(rjax)
