@@ -429,3 +429,56 @@ def test_batching_registries_call_rules_like_jax(registry):
         return np.asarray(out).tolist(), seen
 
     assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("how", ["jvp", "linearize", "jit_jvp", "jvp_of_jit", "grad",
+                                 "vmap_jvp"])
+@pytest.mark.parametrize("symbolic_zeros", [True, False])
+def test_custom_jvp_symbolic_zeros_like_jax(how, symbolic_zeros):
+    """A custom_jvp rule defined with ``symbolic_zeros=True`` gets a ``SymbolicZero`` for
+    each unperturbed input (else zeros), and may return one for an output (a symbolic
+    zero tangent), as jax. (equinox's checkpointed while loop finds what a loop body
+    perturbs with this.)"""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        SZ = lib.custom_derivatives.SymbolicZero
+        seen = []
+
+        @lib.custom_jvp
+        def f(x, y):
+            return x * 2.0, y * 3.0
+
+        def f_jvp(p, t):
+            seen.append(tuple(type(v) is SZ for v in t))
+            tx, ty = t
+            outx = SZ(lib.typeof(p[0])) if type(tx) is SZ else tx * 2.0
+            outy = SZ(lib.typeof(p[1])) if type(ty) is SZ else ty * 3.0
+            return f(*p), (outx, outy)
+
+        f.defjvp(f_jvp, symbolic_zeros=symbolic_zeros)
+        x, y = np.float32(1.5), np.float32(2.0)
+
+        def g(x):
+            a, b = f(x, y)
+            return a + b
+
+        if how == "jvp":
+            out = lib.jvp(g, (x,), (np.float32(1.0),))
+        elif how == "linearize":
+            p, lin = lib.linearize(g, x)
+            out = (p, lin(np.float32(1.0)))
+        elif how == "jit_jvp":
+            out = lib.jit(lambda x: lib.jvp(g, (x,), (np.float32(1.0),)))(x)
+        elif how == "jvp_of_jit":
+            out = lib.jvp(lib.jit(g), (x,), (np.float32(1.0),))
+        elif how == "grad":
+            out = lib.grad(g)(x)
+        else:
+            xs = np.array([1.0, 2.0], np.float32)
+            out = lib.vmap(lambda x: lib.jvp(g, (x,), (np.float32(1.0),)))(xs)
+        return [np.asarray(o).tolist() for o in lib.tree_util.tree_leaves(out)], seen[0]
+
+    assert run(mj) == run(rjax)
