@@ -482,3 +482,53 @@ def test_custom_jvp_symbolic_zeros_like_jax(how, symbolic_zeros):
         return [np.asarray(o).tolist() for o in lib.tree_util.tree_leaves(out)], seen[0]
 
     assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("how", ["grad", "jit_grad", "vmap_grad", "grad_of_jit"])
+@pytest.mark.parametrize("symbolic_zeros", [True, False])
+def test_custom_vjp_bwd_symbolic_zero_cotangents_like_jax(how, symbolic_zeros):
+    """A custom_vjp bwd defined with ``symbolic_zeros=True`` gets a ``SymbolicZero`` for
+    each output whose cotangent is zero (else zeros), and may return one for an input, as
+    jax. (equinox's checkpointed while loop finds which cotangents are zero this way.)"""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        SZ = lib.custom_derivatives.SymbolicZero
+        seen = []
+
+        @lib.custom_vjp
+        def f(x, y):
+            return x * 2.0, y * 3.0
+
+        def fwd(x, y):
+            if symbolic_zeros:
+                x, y = x.value, y.value
+            return f(x, y), None
+
+        def bwd(_, ct):
+            ca, cb = ct
+            seen.append((type(ca) is SZ, type(cb) is SZ))
+            gx = SZ(ca.aval) if type(ca) is SZ else ca * 2.0
+            gy = SZ(cb.aval) if type(cb) is SZ else cb * 3.0
+            return gx, gy
+
+        f.defvjp(fwd, bwd, symbolic_zeros=symbolic_zeros)
+
+        def g(x, y):
+            return f(x, y)[0]
+
+        x, y = np.float32(1.5), np.float32(2.0)
+        if how == "grad":
+            out = lib.grad(g, argnums=(0, 1))(x, y)
+        elif how == "jit_grad":
+            out = lib.jit(lib.grad(g, argnums=(0, 1)))(x, y)
+        elif how == "grad_of_jit":
+            out = lib.grad(lib.jit(g), argnums=(0, 1))(x, y)
+        else:
+            xs = np.array([1.0, 2.0], np.float32)
+            out = lib.vmap(lib.grad(g, argnums=(0, 1)), in_axes=(0, None))(xs, y)
+        return [np.asarray(o).tolist() for o in lib.tree_util.tree_leaves(out)], seen[0]
+
+    assert run(mj) == run(rjax)

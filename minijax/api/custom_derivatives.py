@@ -418,8 +418,13 @@ class custom_vjp:
                                 f"{box[0]}; got {got_tree}")
             return out_flat, residuals
 
+        sz = self.symbolic_zeros
+
         def bwd_flat(residuals, cts):
-            ct = tree_unflatten(box[0], cts)
+            """Cotangents may be symbolic zeros (``Zero``): a rule defined with
+            ``symbolic_zeros=True`` sees them as ``SymbolicZero``s (as jax), others as
+            zeros."""
+            ct = tree_unflatten(box[0], [_rule_tangent_in(c, sz) for c in cts])
             res = bwd(*nondiff, residuals, ct) if nums else bwd(residuals, ct)
             if not isinstance(res, (tuple, list)):
                 raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of "
@@ -449,14 +454,19 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
         if c is None:
             out.extend(Zero(tangent_aval(p)) for p in primals)
             continue
-        c_flat, c_tree = tree_flatten(c)
+        c_flat, c_tree = tree_flatten(c, is_leaf=lambda x: type(x) is SymbolicZero)
         if c_tree != arg_tree:
             raise TypeError(f"Custom VJP bwd rule for {name} must produce an output with the "
                             f"same container (pytree) structure as the args tuple of the "
                             f"primal function: cotangent {i} has structure {c_tree}, its "
                             f"argument {arg_tree}")
         for p, ct in zip(primals, c_flat):
-            a, ca = tangent_aval(p), get_aval(ct)
+            a = tangent_aval(p)
+            if type(ct) is SymbolicZero:  # as jax: a zero cotangent, of the rule's type
+                ca = ct.aval
+                ct = Zero(a)
+            else:
+                ca = get_aval(ct)
             if a.dtype == dtypes.float0:
                 out.append(Zero(a))
                 continue
@@ -518,8 +528,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 def _custom_lin_transpose(cts, *args, num_res, res_tree, bwd, out_avals):
     res = tree_unflatten(res_tree, args[:num_res])
-    cts = [instantiate(c) for c in cts]
-    cts_in = bwd(res, cts)
+    cts_in = bwd(res, list(cts))  # symbolic zeros stay so (the rule may see them)
     return [None] * num_res + list(cts_in)
 
 
@@ -539,7 +548,18 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, num_const
     bfwd.symbolic_zeros = getattr(fwd, "symbolic_zeros", False)
 
     def bbwd(residuals, cts):
-        return vmap(lambda r, c: tuple(bwd(r, list(c))))(residuals, cts)
+        # symbolic zero cotangents stay symbolic (unbatched) for the rule; the
+        # cotangents it gives are instantiated to come out of the vmap
+        nz = [type(c) is not Zero for c in cts]
+        zeros = [None if n else Zero(c.aval.update(shape=c.aval.shape[1:]))
+                 for n, c in zip(nz, cts)]
+
+        def one(r, c_nz):
+            it = iter(c_nz)
+            out = bwd(r, [next(it) if n else z for n, z in zip(nz, zeros)])
+            return tuple(instantiate(c) for c in out)
+
+        return vmap(one)(residuals, [c for c in cts if type(c) is not Zero])
 
     outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=bfwd, bwd=bbwd,
                                   num_consts=num_consts, name=name)
