@@ -532,3 +532,38 @@ def test_custom_vjp_bwd_symbolic_zero_cotangents_like_jax(how, symbolic_zeros):
         return [np.asarray(o).tolist() for o in lib.tree_util.tree_leaves(out)], seen[0]
 
     assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("how", ["linearize", "vjp"])
+def test_integer_input_of_linearize_is_unperturbed_like_jax(how):
+    """Under linearize (and vjp), an integer input has a symbolic zero tangent, as in jax: a
+    custom_vjp fwd with ``symbolic_zeros=True`` sees it unperturbed (equinox's
+    filter_custom_vjp asserts this of its integer arguments), and the results match."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        seen = []
+
+        @lib.custom_vjp
+        def f(n, x):
+            return x * n
+
+        def fwd(n, x):
+            seen.append((n.perturbed, x.perturbed))
+            return f(n.value, x.value), n.value
+
+        f.defvjp(fwd, lambda n, g: (None, g * n), symbolic_zeros=True)
+        n, x = 3, np.float32(1.5)
+        if how == "linearize":
+            out, _ = lib.linearize(f, n, x)
+            t = 0.0
+        else:
+            out, vjp = lib.vjp(f, n, x)
+            ct = vjp(np.float32(1.0))
+            t = ct[1]
+            assert ct[0].dtype == lib.dtypes.float0
+        return float(out), float(t), seen[0]
+
+    assert run(mj) == run(rjax)
