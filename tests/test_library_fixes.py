@@ -567,3 +567,46 @@ def test_integer_input_of_linearize_is_unperturbed_like_jax(how):
         return float(out), float(t), seen[0]
 
     assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_custom_jvp_float0_tangent_out_is_unperturbed_like_jax(jit):
+    """An integer output of a custom_jvp whose rule gives it a float0 (zero) tangent is not
+    perturbed, as in jax: a custom_vjp fwd with ``symbolic_zeros=True`` downstream sees
+    ``perturbed=False`` for it."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        jnp_ = lib.numpy
+
+        @lib.custom_jvp
+        def g(x):
+            return x * 2.0, jnp_.int32(3) + 0 * x.astype(jnp_.int32)
+
+        def g_jvp(p, t):
+            return g(*p), (t[0] * 2.0, np.zeros((), lib.dtypes.float0))
+
+        g.defjvp(g_jvp)
+        seen = []
+
+        @lib.custom_vjp
+        def f(n, x):
+            return x * n
+
+        def fwd(n, x):
+            seen.append((n.perturbed, x.perturbed))
+            return f(n.value, x.value), n.value
+
+        f.defvjp(fwd, lambda n, c: (None, c * n), symbolic_zeros=True)
+
+        def h(x):
+            y, n = g(x)
+            return f(n, y)
+
+        d = lib.grad(h)
+        out = (lib.jit(d) if jit else d)(np.float32(1.5))
+        return float(out), seen[0]
+
+    assert run(mj) == run(rjax)

@@ -153,9 +153,13 @@ def _rule_tangent_in(t, symbolic_zeros: bool):
 
 
 def _rule_tangent_out(t, primal):
-    """A tangent a rule returned: a ``SymbolicZero`` becomes a symbolic zero again."""
+    """A tangent a rule returned: a ``SymbolicZero`` becomes a symbolic zero again, and so
+    does a float0 tangent (of an integer or boolean output), as in jax, where such an
+    output is not perturbed."""
     if type(t) is SymbolicZero:
         return Zero(tangent_aval(get_aval(primal)))
+    if type(t) is not Zero and getattr(t, "dtype", None) == dtypes.float0:
+        return Zero(get_aval(t))
     return t
 
 
