@@ -15,7 +15,7 @@ LAX = pathlib.Path(__file__).resolve().parents[2] / "minijax" / "lax"
 
 NOT_YET = {
     "callback.py", "gather_scatter.py", "linalg/qr.py",
-    "shape.py", "slicing.py", "windowed_reductions.py",
+    "shape.py", "slicing.py",
 }
 
 
