@@ -23,7 +23,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.primitives import jit_p
-from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, _state,
+from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, trace_state,
                                 eval_jaxpr, get_aval, trace_to_jaxpr, use_trace)
 from minijax.core.traceback_util import api_boundary
 from minijax.lax.convert import convert_element_type
@@ -91,7 +91,7 @@ def _custom_call_trace(args: tuple, nondiff_argnums: tuple):
     """
     nondiff, diff = _split_nondiff(args, nondiff_argnums)
     flat, in_tree = tree_flatten(diff)
-    t = _state.trace
+    t = trace_state.trace
     while isinstance(t, (JVPTrace, PartialEvalTrace, BatchTrace)) and not any(
             isinstance(x, Tracer) and x._trace is t for x in flat):
         t = t.parent

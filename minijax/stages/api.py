@@ -13,7 +13,7 @@ from minijax.config import State
 from minijax.core import lru
 from minijax.core.aval import ShapedArray, ShapeDtypeStruct
 from minijax.core.jaxpr import ClosedJaxpr, EqnContext, Jaxpr
-from minijax.core.trace import _state, get_aval, merge_ctx
+from minijax.core.trace import trace_state, get_aval, merge_ctx
 from minijax.core.trace import ensure_compile_time_eval  # noqa: F401  (re-exported)
 from minijax.core.traceback_util import api_boundary
 from minijax._pytree import tree_leaves
@@ -85,12 +85,12 @@ class named_scope:
         self._name = name
 
     def __enter__(self):
-        self._prev = _state.ctx
-        _state.ctx = merge_ctx(self._prev, EqnContext((), (self._name,)))
+        self._prev = trace_state.ctx
+        trace_state.ctx = merge_ctx(self._prev, EqnContext((), (self._name,)))
         return self
 
     def __exit__(self, *exc):
-        _state.ctx = self._prev
+        trace_state.ctx = self._prev
 
     def __call__(self, fun: Callable) -> Callable:
         """As a decorator: ``fun``'s operations are traced under this name."""
