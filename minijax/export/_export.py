@@ -332,7 +332,7 @@ def _named_shardings(device, in_avals: tuple, out_avals: tuple) -> tuple[tuple, 
     """The shardings an Exported records, as jax's: per argument and result, the
     ``NamedSharding`` asked for, over its mesh's ``AbstractMesh``, or None where none was
     (unspecified: the partitioner chooses)."""
-    from minijax.runtime.sharding import Placement
+    from minijax.runtime.placement import Placement
     if not isinstance(device, Placement):
         return (None,) * len(in_avals), (None,) * len(out_avals)
     if len(device.in_shardings) != len(in_avals):
@@ -384,7 +384,7 @@ def _export_vjp(closed, primal: Exported, device=None) -> Exported:
 
     fun_vjp.__name__ = f"vjp_{primal.fun_name}"
     specs = _flat_spec(primal.in_avals) + _flat_spec(_tangent_aval(a) for a in primal.out_avals)
-    from minijax.runtime.sharding import Placement
+    from minijax.runtime.placement import Placement
     if isinstance(device, Placement):
         specified = device.in_specified or (True,) * n_in
         ins = [s if given else None for s, given in zip(device.in_shardings, specified)]

@@ -36,6 +36,7 @@ from minijax.runtime import lapack as _lapack
 from minijax.runtime import limits as _limits
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, intern_aval
+from minijax.runtime.placement import Placement
 from minijax.runtime.executable import (DeserializationError, Executable, _counts,
                                         _make_effectful_execute, _make_execute,
                                         _with_float0, check_signature, compile_and_load,
@@ -75,7 +76,7 @@ class ShardedExecutable(Executable):
     __slots__ = ("placement", "in_shardings", "out_shardings")
 
     def __init__(self, loaded: Any, out_avals: Sequence[ShapedArray],
-                 backend: _backend.Backend, placement: _sharding.Placement,
+                 backend: _backend.Backend, placement: Placement,
                  donated: Sequence[int] = (), host_callbacks: Sequence[Any] = (),
                  ordered: bool = False, deferred: Any = None):
         self.loaded = loaded
@@ -193,7 +194,7 @@ def is_shardy(module: str | bytes) -> bool:
     return (b"sdy.mesh" if isinstance(module, bytes) else "sdy.mesh") in module
 
 
-def _options_for(placement: _sharding.Placement, num_outputs: int,
+def _options_for(placement: Placement, num_outputs: int,
                  options: tuple, shardy: bool = False) -> xla_client.CompileOptions:
     given = [s is not None for s in (placement.out_shardings or (None,) * num_outputs)]
     opts = sharded_compile_options(placement.devices, len(placement.in_shardings), given,
@@ -203,7 +204,7 @@ def _options_for(placement: _sharding.Placement, num_outputs: int,
 
 
 def deserialize_sharded(data: bytes, out_avals: Sequence[ShapedArray],
-                        placement: _sharding.Placement, *, options: tuple = (),
+                        placement: Placement, *, options: tuple = (),
                         donated: Sequence[int] = ()) -> ShardedExecutable:
     """Load a partitioned executable serialized by ``ShardedExecutable.serialize`` onto
     ``placement``'s devices (no compilation). Its per-device result types must be the
@@ -228,7 +229,7 @@ def deserialize_sharded(data: bytes, out_avals: Sequence[ShapedArray],
 
 
 def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
-                    placement: _sharding.Placement, *, options: tuple = (),
+                    placement: Placement, *, options: tuple = (),
                     donated: Sequence[int] = ()) -> ShardedExecutable:
     """Compile a module annotated with shardings (``sdy`` or ``mhlo.sharding``) for
     ``placement``'s devices."""
@@ -291,7 +292,7 @@ def reshard(x: Array, src: Any, dst: Any) -> Array:
     exe = _reshards.get(key)
     if exe is None:
         _sharding.check_sharding_shape(dst, aval.shape, "device_put: an array")
-        placement = _sharding.Placement(src._device_assignment, (src,), (dst,))
+        placement = Placement(src._device_assignment, (src,), (dst,))
         exe = _reshards[key] = compile_sharded(
             _identity_module(aval, src, dst, len(placement.devices), placement.devices),
             [aval], placement)

@@ -37,7 +37,7 @@ from minijax.runtime import executable as _rt_exe
 from minijax.runtime.array import intern_aval
 from minijax.runtime.backend import backend_of, get_backend
 from minijax.runtime.sharded_executable import compile_sharded, deserialize_sharded
-from minijax.runtime.sharding import Placement
+from minijax.runtime.placement import Placement
 from minijax.stages.cache import EXECUTABLES
 
 logger = logging.getLogger("minijax")

@@ -26,7 +26,7 @@ from minijax.lax.sharding import sharding_constraint_p
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, _sharding_of_aval, intern_aval
 from minijax.runtime.backend import default_device
-from minijax.runtime.sharding import Placement
+from minijax.runtime.placement import Placement
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import call_device, sharding_mismatch
 from minijax.config import config
