@@ -26,7 +26,7 @@ from minijax import lax
 from minijax.core.aval import canonicalize_shape
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._promote import promote_dtypes_inexact
-from minijax.numpy._shape import _check_arraylike
+from minijax.numpy._promote import check_arraylike
 from minijax.stages.jit import jit
 
 
@@ -210,7 +210,7 @@ def scale_and_translate(image, shape, spatial_dims: Sequence[int], scale, transl
         raise ValueError("Nearest neighbor resampling is not currently supported for "
                          "scale_and_translate.")
     radius, kernel, edge_padding = _kernel_for(method, antialias)
-    _check_arraylike("scale_and_translate", image, scale, translation)
+    check_arraylike("scale_and_translate", image, scale, translation)
     image, = promote_dtypes_inexact(jnp.asarray(image))
     scale, translation = promote_dtypes_inexact(jnp.asarray(scale), jnp.asarray(translation))
     if not (len(spatial_dims) == len(scale) == len(translation)):

@@ -242,12 +242,6 @@ def result_type(*args) -> np.dtype:
 
 # ---- array introspection -----------------------------------------------------------------------
 
-def _check_arraylike(name: str, x):
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"{name} requires ndarray or scalar arguments, got "
-                        f"{type(x).__name__}. Use minijax.numpy.asarray(...) to convert it.")
-
-
 def shape(a) -> tuple[int, ...]:
     """The shape of an array (or scalar)."""
     if hasattr(a, "shape"):

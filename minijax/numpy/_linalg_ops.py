@@ -22,7 +22,7 @@ from minijax.numpy._promote import (
     promote_dtypes,
     result_type_of,
 )
-from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
+from minijax.numpy._reductions import arraylike, canonicalize_axis
 from minijax.stages.eager import fused  # one jitted program when called eagerly
 
 
@@ -71,8 +71,8 @@ def _conj(x):
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: scalar product, vector/matrix products, and for N-D arrays a sum
     over the last axis of ``a`` and the second-to-last of ``b``."""
-    a = _check_arraylike("dot", a)
-    b = _check_arraylike("dot", b)
+    a = arraylike("dot", a)
+    b = arraylike("dot", b)
     dtype, weak = _result_dtype(preferred_element_type, a, b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     if a_ndim == 0 or b_ndim == 0:
@@ -88,8 +88,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``matmul`` (the ``@`` operator): batched matrix product; leading (batch)
     dimensions broadcast, 1-D operands act as a row/column vector."""
-    a = _check_arraylike("matmul", a)
-    b = _check_arraylike("matmul", b)
+    a = arraylike("matmul", a)
+    b = arraylike("matmul", b)
     a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
     for i, s in enumerate((a_shape, b_shape)):
         if len(s) < 1:
@@ -132,8 +132,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
 @fused(max_args=2)
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays, conjugating ``a`` when complex."""
-    a = _check_arraylike("vdot", a)
-    b = _check_arraylike("vdot", b)
+    a = arraylike("vdot", a)
+    b = arraylike("vdot", b)
     a = _conj(a)
     a = lax.reshape(a, (get_aval(a).size,))
     b = lax.reshape(b, (get_aval(b).size,))
@@ -143,8 +143,8 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Sum over the last ``axes`` axes of ``a`` and the first of ``b``, or over the given
     pair of axis lists ``(a_axes, b_axes)``."""
-    a = _check_arraylike("tensordot", a)
-    b = _check_arraylike("tensordot", b)
+    a = arraylike("tensordot", a)
+    b = arraylike("tensordot", b)
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
     dtype, weak = _result_dtype(preferred_element_type, a, b)
     if type(axes) is int:
@@ -174,8 +174,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
 @fused(max_args=2)
 def inner(a, b, *, precision=None, preferred_element_type=None):
     """Sum over the last axes of ``a`` and ``b`` (a product when either is a scalar)."""
-    a = _check_arraylike("inner", a)
-    b = _check_arraylike("inner", b)
+    a = arraylike("inner", a)
+    b = arraylike("inner", b)
     if get_aval(a).ndim == 0 or get_aval(b).ndim == 0:
         return dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
     return tensordot(a, b, (-1, -1), precision=precision,
@@ -187,8 +187,8 @@ def outer(a, b, out=None):
     """Outer product of the flattened arrays: shape ``(a.size, b.size)``."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
-    a = _check_arraylike("outer", a)
-    b = _check_arraylike("outer", b)
+    a = arraylike("outer", a)
+    b = arraylike("outer", b)
     a, b = promote_dtypes(a, b)
     a = lax.reshape(a, (get_aval(a).size, 1))
     b = lax.reshape(b, (1, get_aval(b).size))
@@ -299,7 +299,7 @@ def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
         raise TypeError("einsum: only the string form of subscripts is supported")
     if not operands:
         raise ValueError("einsum: needs at least one operand")
-    operands = [_as_array(_check_arraylike("einsum", x)) for x in operands]
+    operands = [_as_array(arraylike("einsum", x)) for x in operands]
     dtype, weak = _result_dtype(preferred_element_type, *operands)
     operands = [lax.convert_element_type(x, dtype) for x in operands]
     in_labels, out_labels = _parse_einsum(subscripts, [get_aval(x).shape for x in operands])

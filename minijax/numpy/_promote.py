@@ -269,13 +269,20 @@ def _make_plan(kind: int, args: tuple):
     return dt, weak, tuple(converts), tuple(broadcasts)
 
 
-def check_args(fname: str, args):
-    """Reject lists (as jax does); NumPy inputs become minijax arrays."""
-    out = []
+def check_arraylike(fname: str, *args) -> None:
+    """TypeError for a list or tuple among ``args``, as jax's functions refuse them where
+    NumPy would convert them (the one check of its kind; ``fname`` names the function)."""
     for i, x in enumerate(args):
         if isinstance(x, (list, tuple)):
             raise TypeError(f"{fname} requires ndarray or scalar arguments, got {type(x).__name__} "
                             f"at position {i}. Use minijax.numpy.asarray(...) to convert it.")
+
+
+def check_args(fname: str, args):
+    """Reject lists (as jax does); NumPy inputs become minijax arrays."""
+    check_arraylike(fname, *args)
+    out = []
+    for x in args:
         if isinstance(x, (np.ndarray, np.generic)):
             x = ensure_array(x)
         elif type(x) is DimExpr:

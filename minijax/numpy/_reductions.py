@@ -22,7 +22,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import get_aval
-from minijax.numpy._promote import promote_dtypes_numeric
+from minijax.numpy._promote import check_arraylike, promote_dtypes_numeric
 from minijax.stages.eager import fused  # one jitted program when called eagerly
 
 Axis = int | Sequence[int] | None
@@ -31,11 +31,11 @@ Axis = int | Sequence[int] | None
 # ---- helpers ------------------------------------------------------------------------------
 
 
-def _check_arraylike(name: str, x):
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__}. "
-                        f"Use minijax.numpy.asarray(...) to convert it.")
-    get_aval(x)  # raises TypeError for anything that is not an array or scalar
+def arraylike(name: str, x):
+    """``x``, after ``check_arraylike`` and a TypeError for anything that is not an array or
+    a scalar (what get_aval refuses)."""
+    check_arraylike(name, x)
+    get_aval(x)
     return x
 
 
@@ -105,7 +105,7 @@ def _where(cond, x, y):
 def _check_where(name: str, where):
     if where is None:
         return None
-    _check_arraylike(name, where)
+    arraylike(name, where)
     if get_aval(where).dtype != dtypes.bool_:
         raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
                          f"dtype={get_aval(where).dtype}")
@@ -126,7 +126,7 @@ def _reduce(name: str, a, kind: str, *, axis: Axis, dtype, keepdims: bool, initi
     from minijax.lax.reduce import identity_value
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
-    a = _check_arraylike(name, a)
+    a = arraylike(name, a)
     where = _check_where(name, where)
     if initial is None and not has_identity and where is not None:
         raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
@@ -229,7 +229,7 @@ def any(a, axis: Axis = None, out=None, keepdims: bool = False, *, where=None):
 @fused(max_args=1)
 def count_nonzero(a, axis: Axis = None, keepdims: bool = False):
     """Number of non-zero elements over ``axis``, as the default integer dtype."""
-    a = _check_arraylike("count_nonzero", a)
+    a = arraylike("count_nonzero", a)
     zero = np.zeros((), get_aval(a).dtype)
     return sum(lax.ne(a, zero), axis=axis, dtype=dtypes.default_int(), keepdims=keepdims)
 
@@ -255,7 +255,7 @@ def mean(a, axis: Axis = None, dtype=None, out=None, keepdims: bool = False, *, 
     """Arithmetic mean over ``axis``; integers give the default float dtype."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.mean is not supported.")
-    a = _check_arraylike("mean", a)
+    a = arraylike("mean", a)
     where = _check_where("mean", where)
     dtype = _dtype_arg(dtype, "mean")
     result_dtype = _to_inexact(get_aval(a).dtype) if dtype is None else dtype
@@ -290,7 +290,7 @@ def var(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
         correction = ddof
     elif ddof != 0:
         raise ValueError("ddof and correction can't be provided simultaneously.")
-    a = _check_arraylike("var", a)
+    a = arraylike("var", a)
     where = _check_where("var", where)
     comp_dtype, result_dtype = _var_dtypes(get_aval(a).dtype, _dtype_arg(dtype, "var"))
     a = _convert(a, comp_dtype)
@@ -331,7 +331,7 @@ def std(a, axis: Axis = None, dtype=None, out=None, ddof: int = 0, keepdims: boo
 def _arg_reduce(name: str, lax_fn, a, axis, out, keepdims):
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
-    a = _check_arraylike(name, a)
+    a = arraylike(name, a)
     aval = get_aval(a)
     if axis is None:
         dims = tuple(range(aval.ndim))
@@ -364,7 +364,7 @@ def argmin(a, axis: int | None = None, out=None, keepdims: bool | None = None):
 def _cumulative(name: str, lax_fn, a, axis, dtype, out):
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
-    a = _check_arraylike(name, a)
+    a = arraylike(name, a)
     aval = get_aval(a)
     if axis is None or aval.ndim == 0:
         a = lax.reshape(a, (aval.size,))

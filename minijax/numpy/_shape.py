@@ -21,16 +21,9 @@ from minijax.core.shape_poly import max_dim as core_max_dim
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
-from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, convert, promote_dtypes
+from minijax.numpy._promote import (broadcast_shapes, broadcast_to_shape, check_arraylike,
+                                   convert, promote_dtypes)
 from minijax.lax._util import check_out_sharding
-
-
-def _check_arraylike(fname: str, *args) -> None:
-    for i, x in enumerate(args):
-        if isinstance(x, (list, tuple)):
-            raise TypeError(f"{fname} requires ndarray or scalar arguments, got "
-                            f"{type(x).__name__} at position {i}. Use "
-                            f"minijax.numpy.asarray(...) to convert it.")
 
 
 def _result(x):
@@ -102,7 +95,7 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
 def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None):
     """``a`` with a new ``shape`` (one entry may be -1); also ``x.reshape(2, 3)``."""
     check_out_sharding("reshape", out_sharding)
-    _check_arraylike("reshape", a)
+    check_arraylike("reshape", a)
     if args:
         if len(args) == 1 and isinstance(args[0], str):
             order = args[0]
@@ -124,7 +117,7 @@ def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None
 def ravel(a, order: str = "C", *, out_sharding=None):
     """``a`` flattened to one dimension."""
     check_out_sharding("ravel", out_sharding)
-    _check_arraylike("ravel", a)
+    check_arraylike("ravel", a)
     if order not in ("C", "F"):
         raise NotImplementedError(f"Ravel not implemented for order={order!r}.")
     return reshape(a, (get_aval(a).size,), order=order)
@@ -137,7 +130,7 @@ def flatten(a, order: str = "C"):
 
 def transpose(a, axes=None, *args):
     """Permute the axes of ``a`` (reversed when ``axes`` is None); also ``x.transpose(1, 0)``."""
-    _check_arraylike("transpose", a)
+    check_arraylike("transpose", a)
     ndim = _ndim(a)
     if args:
         axes = (axes, *args)
@@ -155,7 +148,7 @@ def permute_dims(a, axes):
 
 def swapaxes(a, axis1: int, axis2: int):
     """``a`` with ``axis1`` and ``axis2`` exchanged."""
-    _check_arraylike("swapaxes", a)
+    check_arraylike("swapaxes", a)
     ndim = _ndim(a)
     perm = list(range(ndim))
     for ax in (axis1, axis2):
@@ -168,7 +161,7 @@ def swapaxes(a, axis1: int, axis2: int):
 
 def moveaxis(a, source, destination):
     """Move axes ``source`` of ``a`` to positions ``destination``."""
-    _check_arraylike("moveaxis", a)
+    check_arraylike("moveaxis", a)
     ndim = _ndim(a)
     src = tuple(canonicalize_axis(i, ndim) for i in _axis_tuple(source))
     dst = tuple(canonicalize_axis(i, ndim) for i in _axis_tuple(destination))
@@ -185,13 +178,13 @@ def moveaxis(a, source, destination):
 
 def expand_dims(a, axis):
     """Insert size-1 axes at ``axis`` (int or tuple; positions in the result)."""
-    _check_arraylike("expand_dims", a)
+    check_arraylike("expand_dims", a)
     return _result(lax.expand_dims(a, _axis_tuple(axis)))
 
 
 def squeeze(a, axis=None):
     """Remove size-1 axes: all of them, or those in ``axis`` (which must have size 1)."""
-    _check_arraylike("squeeze", a)
+    check_arraylike("squeeze", a)
     shape = _shape(a)
     if axis is None:
         dims = tuple(i for i, d in enumerate(shape) if d == 1)
@@ -203,7 +196,7 @@ def squeeze(a, axis=None):
 def broadcast_to(array, shape, *, out_sharding=None):
     """``array`` broadcast to ``shape`` with NumPy's rules."""
     check_out_sharding("broadcast_to", out_sharding)
-    _check_arraylike("broadcast_to", array)
+    check_arraylike("broadcast_to", array)
     shape = canonicalize_shape(shape, "shape of broadcast_to")
     aval = get_aval(array)
     if aval.shape == shape:
@@ -217,21 +210,21 @@ def broadcast_to(array, shape, *, out_sharding=None):
 
 def broadcast_arrays(*args) -> list:
     """The arguments broadcast against each other to one shape."""
-    _check_arraylike("broadcast_arrays", *args)
+    check_arraylike("broadcast_arrays", *args)
     shape = broadcast_shapes(*(_shape(x) for x in args))
     return [broadcast_to(x, shape) for x in args]
 
 
 def atleast_1d(*arys):
     """Arrays with at least one dimension (a list when given several)."""
-    _check_arraylike("atleast_1d", *arys)
+    check_arraylike("atleast_1d", *arys)
     out = [_result(x) if _ndim(x) >= 1 else _result(lax.expand_dims(x, (0,))) for x in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys):
     """Arrays with at least two dimensions; 1-D arrays become rows."""
-    _check_arraylike("atleast_2d", *arys)
+    check_arraylike("atleast_2d", *arys)
     out = []
     for x in arys:
         n = _ndim(x)
@@ -241,7 +234,7 @@ def atleast_2d(*arys):
 
 def atleast_3d(*arys):
     """Arrays with at least three dimensions: ``(N,)`` becomes ``(1, N, 1)``."""
-    _check_arraylike("atleast_3d", *arys)
+    check_arraylike("atleast_3d", *arys)
     out = []
     for x in arys:
         n = _ndim(x)
@@ -261,7 +254,7 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
         if axis is None:  # typed keys flatten with their own ravel
             return concatenate([x.ravel() for x in arrays], 0)
         return _join_extended(ext, [x.ndim for x in arrays], axis, new_axis=False)
-    _check_arraylike("concatenate", *arrays)
+    check_arraylike("concatenate", *arrays)
     if axis is None:
         arrays = [ravel(x) for x in arrays]
         axis = 0
@@ -299,7 +292,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
             raise ValueError(f"All input arrays must have the same shape, got "
                              f"{', '.join(str(x.shape) for x in arrays)}.")
         return _join_extended(ext, [x.ndim for x in arrays], axis, new_axis=True)
-    _check_arraylike("stack", *arrays)
+    check_arraylike("stack", *arrays)
     shapes = [_shape(x) for x in arrays]
     if any(s != shapes[0] for s in shapes):
         raise ValueError(f"All input arrays must have the same shape, got "
@@ -320,7 +313,7 @@ def vstack(tup, dtype=None):
 
 
 def _split(fname: str, ary, indices_or_sections, axis: int) -> list:
-    _check_arraylike(fname, ary)
+    check_arraylike(fname, ary)
     shape = _shape(ary)
     axis = canonicalize_axis(axis, len(shape))
     size = shape[axis]
@@ -354,7 +347,7 @@ def array_split(ary, indices_or_sections, axis: int = 0) -> list:
 
 def tile(A, reps):
     """Repeat the whole array ``reps`` times along each axis."""
-    _check_arraylike("tile", A)
+    check_arraylike("tile", A)
     reps = _axis_tuple(reps) if not isinstance(reps, (list, tuple)) else tuple(
         _static_int(r, "tile reps") for r in reps)
     shape = _shape(A)
@@ -376,7 +369,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     ``repeats`` is an int or a concrete array with one count per element.
     """
     check_out_sharding("repeat", out_sharding)
-    _check_arraylike("repeat", a)
+    check_arraylike("repeat", a)
     if isinstance(repeats, Tracer):
         try:
             repeats = repeats.to_concrete("repeat")
@@ -455,7 +448,7 @@ def _repeat_traced(a, repeats, axis, total: int):
 
 def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes if None)."""
-    _check_arraylike("flip", m)
+    check_arraylike("flip", m)
     ndim = _ndim(m)
     if axis is None:
         dims = tuple(range(ndim))
@@ -574,7 +567,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     ``'wrap'``, ``'reflect'``/``'symmetric'`` (``reflect_type``), ``'linear_ramp'``
     (``end_values``), ``'maximum'``/``'minimum'``/``'mean'``/``'median'``
     (``stat_length``) or ``'empty'``."""
-    _check_arraylike("pad", array)
+    check_arraylike("pad", array)
     if callable(mode):
         return _pad_with_function(array, pad_width, mode, kwargs)
     if mode not in _PAD_KWARGS:
@@ -777,7 +770,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     num = _static_int(num, "linspace num")
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
-    _check_arraylike("linspace", start, stop)
+    check_arraylike("linspace", start, stop)
     if dtype is None:
         dt, _ = dtypes.result_type(*((get_aval(v).dtype, get_aval(v).weak_type)
                                      for v in (start, stop)))
@@ -867,7 +860,7 @@ def _tri_mask(shape: tuple, k: int, lower: bool, fname: str):
 
 def tril(m, k: int = 0):
     """``m`` with the elements above the ``k``-th diagonal set to zero."""
-    _check_arraylike("tril", m)
+    check_arraylike("tril", m)
     m = _result(m)
     mask = _tri_mask(m.shape, operator.index(k), True, "tril")
     return lax.select(mask, m, lax.broadcast_in_dim(np.zeros((), m.dtype), m.shape, ()))
@@ -875,7 +868,7 @@ def tril(m, k: int = 0):
 
 def triu(m, k: int = 0):
     """``m`` with the elements below the ``k``-th diagonal set to zero."""
-    _check_arraylike("triu", m)
+    check_arraylike("triu", m)
     m = _result(m)
     mask = _tri_mask(m.shape, operator.index(k), False, "triu")
     return lax.select(mask, m, lax.broadcast_in_dim(np.zeros((), m.dtype), m.shape, ()))
@@ -889,10 +882,10 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
 def _full_like(a, fill_value, dtype, shape):
     if _is_shape_dtype_like(a):
         # jax takes any object with .shape and .dtype (a ShapeDtypeStruct): a strong type
-        _check_arraylike("full_like", fill_value)
+        check_arraylike("full_like", fill_value)
         aval = ShapedArray(a.shape, dtypes.canonicalize(a.dtype))
     else:
-        _check_arraylike("full_like", a, fill_value)
+        check_arraylike("full_like", a, fill_value)
         aval = get_aval(a)
     weak = dtype is None and aval.weak_type
     dt = aval.dtype if dtype is None else dtypes.canonicalize(dtype)
@@ -928,7 +921,7 @@ def empty_like(a, dtype=None, shape=None, *, device=None):
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):
     """``x`` converted to ``dtype`` (complex to bool compares with zero)."""
-    _check_arraylike("astype", x)
+    check_arraylike("astype", x)
     dt = dtypes.default_float() if dtype is None else dtypes.check_user_dtype(dtype, "astype")
     aval = get_aval(x)
     if dtypes.is_complex(aval.dtype) and dt == dtypes.bool_:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
-from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
+from minijax.numpy._reductions import arraylike, canonicalize_axis
 
 
 def _prepare(name: str, a, axis, kind, order):
-    a = _check_arraylike(name, a)
+    a = arraylike(name, a)
     if kind is not None:
         raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or "
                         f"stable=False to specify sort stability.")

@@ -19,7 +19,7 @@ from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer
 from minijax.lax.slicing import GatherScatterMode
 from minijax.numpy._indexing import _scatter_update
-from minijax.numpy._shape import _check_arraylike
+from minijax.numpy._promote import check_arraylike
 from minijax.core.aval import no_sharding_constraint
 
 
@@ -63,7 +63,7 @@ def _segment_reduce(kind: str, data, segment_ids, num_segments, indices_are_sort
     name = f"segment_{kind}"
     if not no_sharding_constraint(out_sharding):
         raise NotImplementedError(f"{name}: out_sharding is not supported by minijax")
-    _check_arraylike(name, data, segment_ids)
+    check_arraylike(name, data, segment_ids)
     mode = GatherScatterMode.FILL_OR_DROP if mode is None else mode
     data = jnp.asarray(data)
     segment_ids = jnp.asarray(segment_ids)

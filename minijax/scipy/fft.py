@@ -26,13 +26,13 @@ from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_inexact
-from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
+from minijax.numpy._reductions import arraylike, canonicalize_axis
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
 
 
 def _check(name: str, x, type: int, norm):  # noqa: A002 (scipy's name)
-    _check_arraylike(f"minijax.scipy.fft.{name}", x)
+    arraylike(f"minijax.scipy.fft.{name}", x)
     if type != 2:
         raise NotImplementedError("Only DCT type 2 is implemented.")
     if norm is not None and norm not in ("backward", "ortho"):

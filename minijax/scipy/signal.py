@@ -26,7 +26,7 @@ from minijax import lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
-from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
+from minijax.numpy._reductions import arraylike, canonicalize_axis
 from minijax.numpy.linalg._common import promote_inexact_args
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
@@ -98,7 +98,7 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None)
 
 def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None):
     """N-dimensional cross-correlation: ``convolve(in1, flip(conj(in2)))``."""
-    _check_arraylike("correlate", in2)
+    arraylike("correlate", in2)
     return convolve(in1, jnp.flip(jnp.conj(jnp.asarray(in2))), mode, method=method,
                     precision=precision)
 
@@ -475,7 +475,7 @@ def istft(Zxx, fs=1.0, window: str = "hann", nperseg: int | None = None,
           noverlap: int | None = None, nfft: int | None = None, input_onesided: bool = True,
           boundary: bool = True, time_axis: int = -1, freq_axis: int = -2):
     """Inverse short-time Fourier transform by weighted overlap-add: ``(t, x)``."""
-    _check_arraylike("istft", Zxx)
+    arraylike("istft", Zxx)
     Zxx = jnp.asarray(Zxx)
     if Zxx.ndim < 2:
         raise ValueError("Input stft must be at least 2d!")

@@ -10,7 +10,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_inexact
-from minijax.numpy._reductions import _check_arraylike
+from minijax.numpy._reductions import arraylike
 
 
 class EighResult(NamedTuple):
@@ -47,7 +47,7 @@ def promote_inexact_args(name: str, *args):
     """Check array-likes (lists are a TypeError, as in jax) and promote them to a common
     inexact dtype."""
     for a in args:
-        _check_arraylike(name, a)
+        arraylike(name, a)
     return promote_dtypes_inexact(*args)
 
 

@@ -15,7 +15,7 @@ from minijax.lax.linalg._common import (H as _H, T as _T, diagonal as _main_diag
                                         matmul as _matmul, permute_rows as _permute_rows)
 from minijax.lax.linalg.lu import lu_solve as _lu_solve
 from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, promote_dtypes_inexact
-from minijax.numpy._reductions import _check_arraylike, sum as _np_sum
+from minijax.numpy._reductions import arraylike, sum as _np_sum
 from minijax.numpy.linalg._common import (EighResult, EigResult, QRResult, SlogdetResult, SVDResult,
                                           _count_last, _dtype, _full, _ndim, _real, _select,
                                           _shape, _sum_last, promote_inexact_args)
@@ -26,7 +26,7 @@ from minijax.stages.jit import jit
 
 def matrix_transpose(x, /):
     """Swap the last two axes of ``x`` (at least 2-D)."""
-    x = _check_arraylike("jnp.linalg.matrix_transpose", x)
+    x = arraylike("jnp.linalg.matrix_transpose", x)
     nd = _ndim(x)
     if nd < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={nd}")
@@ -35,7 +35,7 @@ def matrix_transpose(x, /):
 
 def diagonal(x, /, *, offset: int = 0):
     """The ``offset``-th diagonals of the matrices of ``x``: shape ``[..., k]``."""
-    x = _check_arraylike("jnp.linalg.diagonal", x)
+    x = arraylike("jnp.linalg.diagonal", x)
     shape = _shape(x)
     if len(shape) < 2:
         raise ValueError(f"diagonal requires an array of at least two dimensions, got "
@@ -52,7 +52,7 @@ def diagonal(x, /, *, offset: int = 0):
 
 def trace(x, /, *, offset: int = 0, dtype=None):
     """Sum of the ``offset``-th diagonals of the matrices of ``x``: shape ``[...]``."""
-    x = _check_arraylike("jnp.linalg.trace", x)
+    x = arraylike("jnp.linalg.trace", x)
     return _np_sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 
 
@@ -135,7 +135,7 @@ def solve(a, b):
 @jit
 def inv(a):
     """Inverse of square matrices ``[..., n, n]`` (via ``solve``)."""
-    a = _check_arraylike("jnp.linalg.inv", a)
+    a = arraylike("jnp.linalg.inv", a)
     shape = _shape(a)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"Argument to inv must have shape [..., n, n], got {shape}.")
@@ -428,7 +428,7 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):  # noqa: N8
     Returns ``EighResult(eigenvalues, eigenvectors)``; ``UPLO`` ('L' or 'U') picks
     the triangle read when ``symmetrize_input`` is False.
     """
-    a = _check_arraylike("jnp.linalg.eigh", a)
+    a = arraylike("jnp.linalg.eigh", a)
     if UPLO is None or UPLO == "L":
         lower = True
     elif UPLO == "U":

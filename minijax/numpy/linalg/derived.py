@@ -15,7 +15,7 @@ from minijax.lax.linalg._common import H as _H, conj as _conj, eye as _eye, matm
 from minijax.numpy import _linalg_ops, _reductions as red, _shape as _np_shape, _ufuncs as uf
 from minijax.numpy._promote import (broadcast_shapes, broadcast_to_shape, ensure_array,
                                     promote_dtypes, promote_dtypes_inexact)
-from minijax.numpy._reductions import _check_arraylike, canonicalize_axis, sum as _np_sum
+from minijax.numpy._reductions import arraylike, canonicalize_axis, sum as _np_sum
 from minijax.numpy.linalg._common import (_dtype, _full, _ndim, _real, _select, _shape,
                                           promote_inexact_args)
 from minijax.numpy.linalg.decompositions import inv, matrix_transpose, solve, svd, svdvals
@@ -28,7 +28,7 @@ from minijax.stages.jit import jit
 def matrix_power(a, n: int):
     """``a`` raised to the integer power ``n`` (``inv(a)`` powers for ``n < 0``), by
     repeated squaring."""
-    a = _check_arraylike("jnp.linalg.matrix_power", a)
+    a = arraylike("jnp.linalg.matrix_power", a)
     shape = _shape(a)
     if len(shape) < 2:
         raise TypeError(f"{len(shape)}-dimensional array given. Array must be at least "
@@ -57,7 +57,7 @@ def matrix_power(a, n: int):
 def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):  # noqa: N803
     """Number of singular values above ``rtol * largest`` (default
     ``max(m, n) * eps``) for each matrix of ``M``; ``tol`` is an alias of ``rtol``."""
-    M = _check_arraylike("jnp.linalg.matrix_rank", M)
+    M = arraylike("jnp.linalg.matrix_rank", M)
     if tol is not None:
         if rtol is not None:
             raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
@@ -209,8 +209,8 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     Returns ``(x, residues, rank, s)``; residues are always the squared norms of the
     columns of ``b - a @ x`` unless ``numpy_resid`` (then empty where NumPy's are).
     """
-    a = _check_arraylike("jnp.linalg.lstsq", a)
-    b = _check_arraylike("jnp.linalg.lstsq", b)
+    a = arraylike("jnp.linalg.lstsq", a)
+    b = arraylike("jnp.linalg.lstsq", b)
     if numpy_resid:
         return _lstsq(a, b, rcond, numpy_resid=True)
     return _jit_lstsq(a, b, rcond)
@@ -283,7 +283,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A002
     """Vector ``ord``-norm of ``x`` over ``axis`` (all axes by default)."""
-    x = _check_arraylike("jnp.linalg.vector_norm", x)
+    x = arraylike("jnp.linalg.vector_norm", x)
     if ord is None or (not isinstance(ord, str) and ord == 2):
         return uf.sqrt(_abs_sum_sq(x, axis, keepdims))
     if isinstance(ord, str):
@@ -315,7 +315,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):  # noqa: A00
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):  # noqa: A002
     """Matrix norm over the last two axes (see ``norm``)."""
-    x = _check_arraylike("jnp.linalg.matrix_norm", x)
+    x = arraylike("jnp.linalg.matrix_norm", x)
     return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
 
 
@@ -323,7 +323,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):  # noqa: A002
 def cond(x, p=None):
     """Condition number of ``[..., m, n]`` in the ``p`` norm (default 2: the ratio of
     the extreme singular values); ``inf`` for singular matrices."""
-    x = _check_arraylike("cond", x)
+    x = arraylike("cond", x)
     shape = _shape(x)
     if len(shape) < 2:
         raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
@@ -355,8 +355,8 @@ def cond(x, p=None):
 
 def outer(x1, x2, /):
     """Outer product of two vectors."""
-    x1 = _check_arraylike("jnp.linalg.outer", x1)
-    x2 = _check_arraylike("jnp.linalg.outer", x2)
+    x1 = arraylike("jnp.linalg.outer", x1)
+    x2 = arraylike("jnp.linalg.outer", x2)
     if _ndim(x1) != 1 or _ndim(x2) != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are "
                          f"x1.ndim={_ndim(x1)} x2.ndim={_ndim(x2)}")
@@ -365,8 +365,8 @@ def outer(x1, x2, /):
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """Matrix product (``jnp.matmul``)."""
-    x1 = _check_arraylike("jnp.linalg.matmul", x1)
-    x2 = _check_arraylike("jnp.linalg.matmul", x2)
+    x1 = arraylike("jnp.linalg.matmul", x1)
+    x2 = arraylike("jnp.linalg.matmul", x2)
     return _linalg_ops.matmul(x1, x2, precision=precision,
                       preferred_element_type=preferred_element_type)
 
@@ -375,8 +375,8 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
               out_sharding=None):
     """``jnp.tensordot`` with the array API's keyword-only ``axes``."""
     del out_sharding  # one device
-    x1 = _check_arraylike("jnp.linalg.tensordot", x1)
-    x2 = _check_arraylike("jnp.linalg.tensordot", x2)
+    x1 = arraylike("jnp.linalg.tensordot", x1)
+    x2 = arraylike("jnp.linalg.tensordot", x2)
     return _linalg_ops.tensordot(x1, x2, axes, precision=precision,
                          preferred_element_type=preferred_element_type)
 
@@ -384,8 +384,8 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Conjugated vector dot product of ``x1`` and ``x2`` along ``axis`` (other axes
     broadcast): ``sum(conj(x1) * x2, axis)``."""
-    x1 = _check_arraylike("jnp.linalg.vecdot", x1)
-    x2 = _check_arraylike("jnp.linalg.vecdot", x2)
+    x1 = arraylike("jnp.linalg.vecdot", x1)
+    x2 = arraylike("jnp.linalg.vecdot", x2)
     n1, n2 = _ndim(x1), _ndim(x2)
     ax1, ax2 = canonicalize_axis(axis, n1), canonicalize_axis(axis, n2)
     if _shape(x1)[ax1] != _shape(x2)[ax2]:
@@ -405,8 +405,8 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
 
 def cross(x1, x2, /, *, axis: int = -1):
     """Cross product of (stacks of) 3-vectors along ``axis``."""
-    x1 = _check_arraylike("jnp.linalg.outer", x1)
-    x2 = _check_arraylike("jnp.linalg.outer", x2)
+    x1 = arraylike("jnp.linalg.outer", x1)
+    x2 = arraylike("jnp.linalg.outer", x2)
     s1, s2 = _shape(x1), _shape(x2)
     a1, a2 = canonicalize_axis(axis, len(s1)), canonicalize_axis(axis, len(s2))
     if s1[a1] != 3 or s2[a2] != 3:
@@ -435,7 +435,7 @@ def cross(x1, x2, /, *, axis: int = -1):
 def multi_dot(arrays, *, precision=None):
     """Product of a chain of matrices, multiplied in the cheapest order (the first and
     last may be vectors)."""
-    arrs = [_check_arraylike("jnp.linalg.multi_dot", a) for a in arrays]
+    arrs = [arraylike("jnp.linalg.multi_dot", a) for a in arrays]
     if len(arrs) < 2:
         raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
     if not (_ndim(arrs[0]) in (1, 2) and _ndim(arrs[-1]) in (1, 2)
@@ -484,7 +484,7 @@ def multi_dot(arrays, *, precision=None):
 
 def tensorinv(a, ind: int = 2):
     """Inverse of ``a`` seen as a linear map from its first ``ind`` axes to the rest."""
-    a = _check_arraylike("tensorinv", a)
+    a = arraylike("tensorinv", a)
     ind = operator.index(ind)
     if ind <= 0:
         raise ValueError(f"ind must be a positive integer; got ind={ind}")
@@ -500,8 +500,8 @@ def tensorinv(a, ind: int = 2):
 
 def tensorsolve(a, b, axes: tuple[int, ...] | None = None):
     """Solve ``tensordot(a, x, x.ndim) = b`` for ``x``."""
-    a = _check_arraylike("tensorsolve", a)
-    b = _check_arraylike("tensorsolve", b)
+    a = arraylike("tensorsolve", a)
+    b = arraylike("tensorsolve", b)
     if axes is not None:
         a = _np_shape.moveaxis(a, axes, len(axes) * (_ndim(a) - 1,))
     b_ndim = _ndim(b)

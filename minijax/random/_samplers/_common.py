@@ -74,7 +74,7 @@ def _check_all_safe_to_cast(name: str, dtype, *args) -> None:
                                      f"type {in_dt} to {dtype}")
 
 
-def _check_arraylike(name: str, *args) -> None:
+def _check_sampler_args(name: str, *args) -> None:
     for i, a in enumerate(args):
         if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
             raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "

@@ -16,7 +16,7 @@ from minijax.core.trace import Tracer, get_aval
 from minijax.numpy._promote import promote_dtypes_inexact
 from minijax.random._keys import (UINT_DTYPES, canonicalize_shape, check_prng_key,
                                   random_bits_impl as _random_bits)
-from minijax.random._samplers._common import (_bcast, _broadcast_shapes, _check_arraylike,
+from minijax.random._samplers._common import (_bcast, _broadcast_shapes, _check_sampler_args,
                                               _check_shape, _float_dtype, _int_dtype, _no_sharding,
                                               _split_n)
 from minijax.stages.jit import jit
@@ -184,7 +184,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False, *, out_shardin
     """A random permutation of ``arange(x)`` (integer ``x``) or of ``x`` along ``axis``
     (each slice independently if ``independent``)."""
     words, _ = check_prng_key("permutation", key)
-    _check_arraylike("permutation", x)
+    _check_sampler_args("permutation", x)
     _no_sharding(out_sharding)
     ndim = np.ndim(x)
     axis = lax.shape.canonicalize_axis(axis, ndim or 1)
@@ -206,7 +206,7 @@ def shuffle(key, x, axis: int = 0):
     warnings.warn("minijax.random.shuffle is deprecated; use minijax.random.permutation with "
                   "independent=True.", FutureWarning, stacklevel=2)
     words, _ = check_prng_key("shuffle", key)
-    _check_arraylike("shuffle", x)
+    _check_sampler_args("shuffle", x)
     x = jnp.asarray(x)
     return _shuffle_jit(words, x, lax.shape.canonicalize_axis(axis, x.ndim or 1))
 
@@ -236,7 +236,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of minijax.random.choice must be a sequence, got "
                         f"{shape}")
-    _check_arraylike("choice", a)
+    _check_sampler_args("choice", a)
     arr = jnp.asarray(a)
     if arr.ndim == 0:
         n_inputs = int(a.to_concrete("choice") if isinstance(a, Tracer) else a)
@@ -260,7 +260,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
             slices = (slice(None),) * axis + (slice(n_draws),)
             result = permutation(words, n_inputs if arr.ndim == 0 else arr, axis)[slices]
     else:
-        _check_arraylike("choice", p)
+        _check_sampler_args("choice", p)
         p_arr = jnp.asarray(promote_dtypes_inexact(p)[0])
         if p_arr.shape != (n_inputs,):
             raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]."

@@ -12,7 +12,7 @@ from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_inexact
 from minijax.random._keys import canonicalize_shape, check_prng_key, split
-from minijax.random._samplers._common import (_broadcast_shapes, _check_arraylike, _check_shape,
+from minijax.random._samplers._common import (_broadcast_shapes, _check_sampler_args, _check_shape,
                                               _float_dtype, _int_dtype, _isnan, _no_sharding,
                                               _split_n)
 from minijax.random._samplers.basic import _uniform
@@ -222,7 +222,7 @@ _binomial_jit = jit(_binomial, static_argnums=(3, 4))
 def binomial(key, n, p, shape: Sequence[int] | None = None, dtype=None):
     """Binomial(n, p) samples (as floats: nan for invalid parameters, inf for n = inf)."""
     words, _ = check_prng_key("binomial", key)
-    _check_arraylike("binomial", n, p)
+    _check_sampler_args("binomial", n, p)
     dtype = _float_dtype("binomial", dtype)
     if shape is not None:
         shape = canonicalize_shape(shape)
@@ -233,7 +233,7 @@ def multinomial(key, n, p, *, shape: Sequence[int] | None = None, dtype=None,
                 unroll: int | bool = 1):
     """Multinomial(n, p) counts over the last axis of ``p``, as a float dtype."""
     words, _ = check_prng_key("multinomial", key)
-    _check_arraylike("multinomial", n, p)
+    _check_sampler_args("multinomial", n, p)
     n, p = (jnp.asarray(v) for v in promote_dtypes_inexact(n, p))
     dtype = _float_dtype("multinomial", dtype)
     shape = p.shape if shape is None else canonicalize_shape(shape)

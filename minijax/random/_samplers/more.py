@@ -12,7 +12,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.numpy._promote import promote_dtypes_inexact
 from minijax.random._keys import canonicalize_shape, check_prng_key
-from minijax.random._samplers._common import (_broadcast_shapes, _check_arraylike,
+from minijax.random._samplers._common import (_broadcast_shapes, _check_sampler_args,
                                               _check_broadcast_shapes, _check_shape, _float_dtype,
                                               _float_sampler_args, _int_dtype, _no_sharding,
                                               _split_n)
@@ -70,7 +70,7 @@ def _wald(key, mean, shape, dtype):
 
 
 def _geometric(key, p, shape, dtype):
-    _check_arraylike("geometric", p)
+    _check_sampler_args("geometric", p)
     p = jnp.asarray(promote_dtypes_inexact(p)[0])
     u = _uniform(key, 0., 1., shape, p.dtype)
     u = jnp.where(u == 0, 1, u)
@@ -182,7 +182,7 @@ def categorical(key, logits, axis: int = -1, shape: Sequence[int] | None = None,
     """Category indices drawn with probabilities ``softmax(logits)`` along ``axis`` (the
     Gumbel-max trick; without replacement, the top ``k`` of logits + Gumbel noise)."""
     words, _ = check_prng_key("categorical", key)
-    _check_arraylike("categorical", logits)
+    _check_sampler_args("categorical", logits)
     _no_sharding(out_sharding)
     logits_arr = jnp.asarray(logits)
     batch_shape = tuple(np.delete(np.asarray(logits_arr.shape, dtype=np.int64), axis).tolist())

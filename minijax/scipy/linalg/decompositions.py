@@ -13,7 +13,7 @@ from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.lax import linalg as lax_linalg
 from minijax.lax.linalg.lu import lu_solve as _lu_solve_factors
-from minijax.numpy._reductions import _check_arraylike
+from minijax.numpy._reductions import arraylike
 from minijax.numpy.linalg._common import promote_inexact_args
 from minijax.scipy.linalg._common import (_check_square, _complex_dtype, _mH, _mm, _shape,
                                           _vector_signature)
@@ -368,8 +368,8 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
     (inclusive). Computed with the dense Hermitian eigensolver; ``tol`` and ``key``
     (jax's bisection tolerance and inverse-iteration seed) are accepted and unused."""
     del tol, key
-    _check_arraylike("eigh_tridiagonal", d)
-    _check_arraylike("eigh_tridiagonal", e)
+    arraylike("eigh_tridiagonal", d)
+    arraylike("eigh_tridiagonal", e)
     d, e = jnp.asarray(d), jnp.asarray(e)
     if d.dtype != e.dtype:
         raise TypeError(f"diagonal and off-diagonal values must have same dtype, got "
@@ -467,7 +467,7 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
     Both methods are computed from the SVD (``eps`` and ``max_iterations``, QDWH
     parameters, are unused); ``'qdwh'`` keeps jax's shape restrictions."""
     del eps, max_iterations
-    _check_arraylike("polar", a)
+    arraylike("polar", a)
     if np.ndim(a) < 2 and get_aval(a).ndim < 2:
         raise ValueError("The input `a` must be at least a 2-D array.")
     if side not in ("right", "left"):

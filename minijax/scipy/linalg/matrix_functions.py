@@ -13,7 +13,7 @@ from minijax.api.ad import jvp
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_inexact
-from minijax.numpy._reductions import _check_arraylike
+from minijax.numpy._reductions import arraylike
 from minijax.numpy.linalg._common import promote_inexact_args
 from minijax.scipy.linalg._common import _complex_dtype, _mH, _mm, _shape
 from minijax.scipy.linalg.decompositions import _schur, _tri_solve, schur, solve_triangular
@@ -158,7 +158,7 @@ def sqrtm(A, blocksize: int = 1):
     form."""
     if blocksize > 1:
         raise NotImplementedError("Blocked version is not implemented yet.")
-    _check_arraylike("sqrtm", A)
+    arraylike("sqrtm", A)
     A = jnp.asarray(A)
     if A.ndim != 2 or _shape(A)[0] != _shape(A)[1]:
         raise ValueError(f"sqrtm: expected a square matrix, got shape {_shape(A)}")
@@ -205,8 +205,8 @@ def rsf2csf(T, Z, check_finite: bool = True):
     """Convert a real Schur form ``(T, Z)`` to the complex one: upper-triangular ``T``
     with the same ``Z @ T @ Z^H``."""
     del check_finite
-    _check_arraylike("rsf2csf", T)
-    _check_arraylike("rsf2csf", Z)
+    arraylike("rsf2csf", T)
+    arraylike("rsf2csf", Z)
     T, Z = jnp.asarray(T), jnp.asarray(Z)
     if T.ndim < 2 or _shape(T)[-1] != _shape(T)[-2]:
         raise ValueError("Input 'T' must be square.")
@@ -243,7 +243,7 @@ def funm(A, func: Callable, disp: bool = True):
     """``func`` applied to square matrix ``A`` (a function of a matrix), via its complex
     Schur form and Parlett's recurrence; ``func`` maps an array of eigenvalues
     elementwise. ``disp=False`` also returns an estimate of the relative error."""
-    _check_arraylike("funm", A)
+    arraylike("funm", A)
     A = jnp.asarray(A)
     if A.ndim != 2 or _shape(A)[0] != _shape(A)[1]:
         raise ValueError("expected square array_like input")

@@ -11,7 +11,7 @@ from minijax import lax, numpy as jnp
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes, promote_dtypes_inexact
-from minijax.numpy._reductions import _check_arraylike
+from minijax.numpy._reductions import arraylike
 from minijax.scipy.linalg._common import _mm, _shape
 from minijax.stages.jit import jit
 
@@ -24,7 +24,7 @@ def block_diag(*arrs):
     if not arrs:
         arrs = (jnp.zeros((1, 0)),)
     for i, a in enumerate(arrs):
-        _check_arraylike("block_diag", a)
+        arraylike("block_diag", a)
         if np.ndim(a) > 2 and get_aval(a).ndim > 2:
             raise ValueError(f"Arguments to minijax.scipy.linalg.block_diag must have at most "
                              f"2 dimensions, got {a} at argument {i}.")
@@ -58,12 +58,12 @@ def _toeplitz_1d(c, r):
 def toeplitz(c, r=None):
     """Toeplitz matrix with first column ``c`` and first row ``r`` (default
     ``conj(c)``); ``r[0]`` is ignored. Leading dimensions of ``c`` and ``r`` broadcast."""
-    _check_arraylike("toeplitz", c)
+    arraylike("toeplitz", c)
     c = jnp.atleast_1d(jnp.asarray(c))
     if r is None:
         r = jnp.conj(c)
     else:
-        _check_arraylike("toeplitz", r)
+        arraylike("toeplitz", r)
         r = jnp.atleast_1d(jnp.asarray(r))
     return jnp.vectorize(_toeplitz_1d, signature="(m),(n)->(m,n)")(c, r)
 
@@ -79,9 +79,9 @@ def _hankel_1d(c, r):
 def hankel(c, r=None):
     """Hankel matrix with first column ``c`` and last row ``r`` (default zeros);
     ``r[0]`` is ignored. Leading dimensions broadcast."""
-    _check_arraylike("hankel", c)
+    arraylike("hankel", c)
     c = jnp.asarray(c)
-    r = jnp.zeros_like(c) if r is None else jnp.asarray(_check_arraylike("hankel", r))
+    r = jnp.zeros_like(c) if r is None else jnp.asarray(arraylike("hankel", r))
     if c.ndim == 0:
         raise ValueError("hankel: c must be at least 1-dimensional, got a scalar.")
     if r.ndim == 0:
@@ -91,7 +91,7 @@ def hankel(c, r=None):
 
 def circulant(c):
     """Circulant matrix with first column ``c`` (leading dimensions are batch)."""
-    _check_arraylike("circulant", c)
+    arraylike("circulant", c)
     c = jnp.atleast_1d(jnp.asarray(c))
     n = _shape(c)[-1]
     idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % n
@@ -101,8 +101,8 @@ def circulant(c):
 def leslie(f, s):
     """Leslie matrix: fecundities ``f`` ``[n]`` in the first row, survival ``s``
     ``[n-1]`` on the subdiagonal."""
-    _check_arraylike("leslie", f)
-    _check_arraylike("leslie", s)
+    arraylike("leslie", f)
+    arraylike("leslie", s)
     f, s = jnp.atleast_1d(f), jnp.atleast_1d(s)
     if _shape(f)[-1] < 2:
         raise ValueError(f"The length of f along the last axis must be at least 2; got shape "
@@ -121,7 +121,7 @@ def leslie(f, s):
 
 def companion(a):
     """Companion matrix of the polynomial with coefficients ``a`` (highest first)."""
-    _check_arraylike("companion", a)
+    arraylike("companion", a)
     a, = promote_dtypes_inexact(jnp.atleast_1d(a))
     if _shape(a)[-1] < 2:
         raise ValueError(f"The length of `a` along the last axis must be at least 2; got shape "
@@ -136,7 +136,7 @@ def companion(a):
 
 def fiedler(a):
     """Fiedler matrix ``|a[i] - a[j]|`` (leading dimensions are batch)."""
-    _check_arraylike("fiedler", a)
+    arraylike("fiedler", a)
     a = jnp.atleast_1d(a)
     return jnp.abs(a[..., :, None] - a[..., None, :])
 
@@ -144,7 +144,7 @@ def fiedler(a):
 def fiedler_companion(a):
     """Fiedler companion matrix of the polynomial with coefficients ``a``: pentadiagonal,
     with the same eigenvalues as ``companion(a)``."""
-    _check_arraylike("fiedler_companion", a)
+    arraylike("fiedler_companion", a)
     a, = promote_dtypes_inexact(jnp.atleast_1d(a))
     if _shape(a)[-1] == 0:
         raise ValueError(f"fiedler_companion requires the last axis of 'a' to have nonzero "
@@ -180,7 +180,7 @@ def convolution_matrix(a, n: int, mode: str = "full"):
     n = operator.index(n)
     if n <= 0:
         raise ValueError(f"n must be a positive integer; got {n}.")
-    _check_arraylike("convolution_matrix", a)
+    arraylike("convolution_matrix", a)
     a = jnp.asarray(a)
     if a.ndim == 0:
         raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar.")
