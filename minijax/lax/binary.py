@@ -102,8 +102,31 @@ def nextafter(x1, x2): return nextafter_p.bind(x1, x2)
 def shift_left(x, y): return shift_left_p.bind(x, y)
 def shift_right_arithmetic(x, y): return shift_right_arithmetic_p.bind(x, y)
 def shift_right_logical(x, y): return shift_right_logical_p.bind(x, y)
-def eq(x, y): return eq_p.bind(x, y)
-def ne(x, y): return ne_p.bind(x, y)
+def eq(x, y):
+    if (ext := dtypes.extended_operands("eq", (x, y))) is not None:
+        return _compare_extended(eq_p, ext)
+    return eq_p.bind(x, y)
+
+
+def ne(x, y):
+    if (ext := dtypes.extended_operands("ne", (x, y))) is not None:
+        return _compare_extended(ne_p, ext)
+    return ne_p.bind(x, y)
+
+
+def _compare_extended(prim: Primitive, ext):
+    """``eq``/``ne`` of arrays of one extended dtype (typed PRNG keys), as jax: two
+    elements are equal when all their physical words are; the element dimensions trail
+    the words' shape and are reduced away."""
+    from minijax.lax.reduce import reduce_and, reduce_or
+    dt, (xw, yw) = ext
+    out = prim.bind(xw, yw)
+    n = len(dt.element_shape)
+    if not n:
+        return out
+    nd = get_aval(out).ndim
+    axes = tuple(range(nd - n, nd))
+    return reduce_and(out, axes) if prim is eq_p else reduce_or(out, axes)
 def lt(x, y): return lt_p.bind(x, y)
 def le(x, y): return le_p.bind(x, y)
 def gt(x, y): return gt_p.bind(x, y)

@@ -151,11 +151,41 @@ def _rank_promotion(fname: str, shapes, inputs) -> None:
 def promote_args(fname: str, *args):
     """Dtype promotion then broadcasting, for elementwise functions."""
     if len(args) == 1:
+        x = args[0]
+        if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType):
+            return [x]
         return [ensure_array(_check_args(fname, args)[0])]
     planned = _replay(_PROMOTE, fname, args)
     if planned is not None:
         return planned
+    if (ext := promote_extended(fname, args)) is not None:
+        return ext
     return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)), fname=fname, inputs=args)
+
+
+def promote_extended(fname: str, args):
+    """``args`` broadcast together when one has an extended dtype (typed PRNG keys), as
+    jax's ``promote_args``: operands of one extended dtype pass (the primitive decides
+    what it accepts), a mix with other dtypes is a TypeError. None when none has."""
+    found = [getattr(x, "dtype", None) for x in args]
+    if not any(isinstance(d, dtypes.ExtendedDType) for d in found):
+        return None
+    found = [d if isinstance(d, dtypes.ExtendedDType) else get_aval(x).dtype
+             for d, x in zip(found, args)]
+    if any(d != found[0] for d in found):
+        raise TypeError(f"{fname} does not accept dtypes {', '.join(map(str, found))}.")
+    dt = found[0]
+    shape = broadcast_shapes(*[tuple(x.shape) for x in args])
+    full = (*shape, *dt.element_shape)
+    out = []
+    for x in args:
+        w = dt.to_physical(x)
+        nd = get_aval(w).ndim
+        if tuple(get_aval(w).shape) != full:
+            x = dt.from_physical(lax.broadcast_in_dim(w, full, tuple(range(len(full) - nd,
+                                                                             len(full)))))
+        out.append(x)
+    return out
 
 
 def promote_args_inexact(fname: str, *args):

@@ -23,6 +23,7 @@ from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray, place
 from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, convert, promote_dtypes
 from minijax.lax._util import check_out_sharding
+from minijax.numpy._extended import keys_move
 
 
 def _check_arraylike(fname: str, *args) -> None:
@@ -99,6 +100,7 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
     return newshape
 
 
+@keys_move
 def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None):
     """``a`` with a new ``shape`` (one entry may be -1); also ``x.reshape(2, 3)``."""
     check_out_sharding("reshape", out_sharding)
@@ -121,6 +123,7 @@ def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None
     return _result(lax.reshape(a, new))
 
 
+@keys_move
 def ravel(a, order: str = "C", *, out_sharding=None):
     """``a`` flattened to one dimension."""
     check_out_sharding("ravel", out_sharding)
@@ -135,6 +138,7 @@ def flatten(a, order: str = "C"):
     return ravel(a, order)
 
 
+@keys_move
 def transpose(a, axes=None, *args):
     """Permute the axes of ``a`` (reversed when ``axes`` is None); also ``x.transpose(1, 0)``."""
     _check_arraylike("transpose", a)
@@ -153,6 +157,7 @@ def permute_dims(a, axes):
     return transpose(a, axes)
 
 
+@keys_move
 def swapaxes(a, axis1: int, axis2: int):
     """``a`` with ``axis1`` and ``axis2`` exchanged."""
     _check_arraylike("swapaxes", a)
@@ -166,6 +171,7 @@ def swapaxes(a, axis1: int, axis2: int):
     return _result(lax.transpose(a, perm))
 
 
+@keys_move
 def moveaxis(a, source, destination):
     """Move axes ``source`` of ``a`` to positions ``destination``."""
     _check_arraylike("moveaxis", a)
@@ -183,12 +189,14 @@ def moveaxis(a, source, destination):
     return _result(lax.transpose(a, perm))
 
 
+@keys_move
 def expand_dims(a, axis):
     """Insert size-1 axes at ``axis`` (int or tuple; positions in the result)."""
     _check_arraylike("expand_dims", a)
     return _result(lax.expand_dims(a, _axis_tuple(axis)))
 
 
+@keys_move
 def squeeze(a, axis=None):
     """Remove size-1 axes: all of them, or those in ``axis`` (which must have size 1)."""
     _check_arraylike("squeeze", a)
@@ -205,6 +213,16 @@ def broadcast_to(array, shape, *, out_sharding=None):
     check_out_sharding("broadcast_to", out_sharding)
     _check_arraylike("broadcast_to", array)
     shape = canonicalize_shape(shape, "shape of broadcast_to")
+    if isinstance(dt := getattr(array, "dtype", None), dtypes.ExtendedDType):
+        # typed keys: broadcast their words (the key dimensions trail)
+        words = dt.to_physical(array)
+        n = len(dt.element_shape)
+        if len(shape) < array.ndim or any(d not in (1, s) for d, s in
+                                          zip(array.shape, shape[len(shape) - array.ndim:])):
+            raise ValueError(f"Incompatible shapes for broadcasting: array of shape "
+                             f"{tuple(array.shape)} cannot be broadcast to requested shape "
+                             f"{shape}")
+        return dt.from_physical(broadcast_to(words, (*shape, *words.shape[len(words.shape) - n:])))
     aval = get_aval(array)
     if aval.shape == shape:
         return _result(array)
@@ -218,7 +236,8 @@ def broadcast_to(array, shape, *, out_sharding=None):
 def broadcast_arrays(*args) -> list:
     """The arguments broadcast against each other to one shape."""
     _check_arraylike("broadcast_arrays", *args)
-    shape = broadcast_shapes(*(_shape(x) for x in args))
+    shape = broadcast_shapes(*(tuple(x.shape) if hasattr(x, "shape") else _shape(x)
+                               for x in args))
     return [broadcast_to(x, shape) for x in args]
 
 
@@ -342,16 +361,19 @@ def _split(fname: str, ary, indices_or_sections, axis: int) -> list:
     return [_result(lax.slice_in_dim(ary, lo, hi, 1, axis)) for lo, hi in pieces]
 
 
+@keys_move
 def split(ary, indices_or_sections, axis: int = 0) -> list:
     """Split into equal sections (an int) or at the given indices; returns a list."""
     return _split("split", ary, indices_or_sections, axis)
 
 
+@keys_move
 def array_split(ary, indices_or_sections, axis: int = 0) -> list:
     """Like ``split`` but an int number of sections need not divide the axis evenly."""
     return _split("array_split", ary, indices_or_sections, axis)
 
 
+@keys_move
 def tile(A, reps):
     """Repeat the whole array ``reps`` times along each axis."""
     _check_arraylike("tile", A)
@@ -369,6 +391,7 @@ def tile(A, reps):
     return _result(lax.reshape(out, tuple(r * s for r, s in zip(reps, shape))))
 
 
+@keys_move
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
            out_sharding=None):
     """Repeat each element ``repeats`` times along ``axis`` (the flattened array if None).
@@ -453,6 +476,7 @@ def _repeat_traced(a, repeats, axis, total: int):
     return _getitem(a, (slice(None),) * axis + (idx,))
 
 
+@keys_move
 def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes if None)."""
     _check_arraylike("flip", m)
@@ -464,11 +488,13 @@ def flip(m, axis=None):
     return _result(lax.rev(m, dims))
 
 
+@keys_move
 def fliplr(m):
     """Reverse the order of columns (axis 1)."""
     return flip(m, 1)
 
 
+@keys_move
 def flipud(m):
     """Reverse the order of rows (axis 0)."""
     return flip(m, 0)
@@ -911,6 +937,7 @@ def _is_shape_dtype_like(a) -> bool:
             and hasattr(a, "shape") and isinstance(getattr(a, "dtype", None), np.dtype))
 
 
+@keys_move
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of ``a``."""
     return place(_full_like(a, 0, dtype, shape), device, out_sharding)
