@@ -71,8 +71,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
                 continue
             nd = get_aval(x).ndim - (extra[i] if extra else 0)
             tracers.append(BatchTracer(trace, x, ax % nd))
-        a, k = in_tree.unflatten(tracers)
         with use_trace(trace):
+            # unflattened under the batch trace (as jax): a pytree node made from the
+            # leaves (flax's Variable records the trace it was made at) belongs to it
+            a, k = in_tree.unflatten(tracers)
             out = fun(*a, **k)
         trace.alive = False
         out_pairs, out_tree = tree_flatten_with_path(out)
