@@ -628,6 +628,18 @@ def _resolve_out_sharding(what: str, out_sharding: Any) -> NamedSharding:
 
 
 _srules._resolver[0] = _resolve_out_sharding
+_srules._spec_type[0] = PartitionSpec
+
+
+def _concrete_in_context(s: Any) -> Any:
+    if isinstance(s, NamedSharding) and isinstance(s.mesh, AbstractMesh):
+        m = current_mesh()
+        if m is not None and m.abstract_mesh.shape_tuple == s.mesh.shape_tuple:
+            return NamedSharding(m, s.spec, memory_kind=s.memory_kind)
+    return s
+
+
+_srules._concretizer[0] = _concrete_in_context
 
 
 class NamedSharding(Sharding):
@@ -827,6 +839,7 @@ for _name, _member in {
         "hlo_text": _sds_hlo_text,
         "memory_kind": property(lambda self: self._memory_kind),
         "with_memory_kind": _sds_with_memory_kind,
+        "is_equivalent_to": Sharding.is_equivalent_to,
 }.items():
     if not hasattr(SingleDeviceSharding, _name):
         setattr(SingleDeviceSharding, _name, _member)

@@ -585,8 +585,10 @@ class Wrapped(DispatchBase):
             outs = _prefix_to_leaves(out_spec, entry.out_tree.unflatten(range(n)),
                                      "out_shardings", self._name)
         placement = placement_of(leaves, ins, outs)
-        if placement is None:
-            return call_device(leaves)
+        if placement is None:  # nothing placed: a shard_map (or a constraint) inside may be
+            device = call_device(leaves)
+            return device if isinstance(device, Placement) else \
+                mesh_placement(entry.closed, leaves, device)
         return placement
 
     # -- AOT API
