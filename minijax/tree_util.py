@@ -320,9 +320,11 @@ def _broadcast_prefix(flatten, prefix, full, is_leaf) -> list:
     return out
 
 
-def keystr(path: tuple) -> str:
-    """``"[0]['w']"`` for a key path, as in jax."""
-    return "".join(_key_str(k) for k in path)
+def keystr(path: tuple, *, simple: bool = False, separator: str = "") -> str:
+    """``"[0]['w']"`` for a key path, as in jax; ``simple=True`` writes each key bare
+    (``0``, ``w``), and ``separator`` joins the keys (``keystr(p, simple=True,
+    separator='/')`` is ``"0/w"``). Entries that are not key objects print as ``str``."""
+    return separator.join((_simple_key_str if simple else _key_str)(k) for k in path)
 
 
 def _key_str(k) -> str:
@@ -334,7 +336,19 @@ def _key_str(k) -> str:
         return f".{k.name}"
     if isinstance(k, FlattenedIndexKey):
         return f"[<flat index {k.key}>]"
-    return f"[{k!r}]"
+    return str(k)
+
+
+def _simple_key_str(k) -> str:
+    if isinstance(k, SequenceKey):
+        return str(k.idx)
+    if isinstance(k, DictKey):
+        return str(k.key)
+    if isinstance(k, GetAttrKey):
+        return str(k.name)
+    if isinstance(k, FlattenedIndexKey):
+        return str(k.key)
+    return str(k)
 
 
 class Partial:
