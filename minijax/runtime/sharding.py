@@ -710,6 +710,15 @@ class NamedSharding(Sharding):
     def with_memory_kind(self, kind: str) -> NamedSharding:
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
+    def update(self, **kwargs) -> NamedSharding:
+        """A copy with ``mesh``, ``spec`` (a PartitionSpec or a sequence of entries) or
+        ``memory_kind`` replaced, as jax's ``NamedSharding.update``."""
+        spec = kwargs.pop("spec", self.spec)
+        if not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec)
+        return NamedSharding(kwargs.pop("mesh", self.mesh), spec,
+                             memory_kind=kwargs.pop("memory_kind", self.memory_kind))
+
     @property
     def is_fully_replicated(self) -> bool:
         return all(not self.spec.axes_of(d) or
