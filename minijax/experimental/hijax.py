@@ -151,9 +151,3 @@ def _defines(cls: type, name: str) -> bool:
     return any(name in k.__dict__ for k in cls.__mro__ if k not in
                (HiPrimitive, Primitive, Primitive.__mro__[1], object))
 
-
-class _AbstractRef(AbstractValue):
-    """The aval of a mutable array reference (``jax._src.state.types.AbstractRef``):
-    minijax has no references (``minijax.ref``), so no value has this type."""
-
-    __slots__ = ()
