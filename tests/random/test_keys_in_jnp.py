@@ -120,3 +120,28 @@ def test_refused_like_jax(expr):
     with pytest.raises(jerr.type) as err:
         expr(jnp, mr)
     assert str(err.value).split(".")[0] == str(jerr.value).split(".")[0]
+
+
+@pytest.mark.parametrize("args", [
+    lambda r, np_: (r.key(0),),
+    lambda r, np_: (r.key(0), r.split(r.key(1), 2)),
+])
+def test_result_type_of_keys_like_jax(args):
+    got = jnp.result_type(*args(mr, jnp))
+    want = jjnp.result_type(*args(jr, jjnp))
+    assert str(got) == str(want) == "key<fry>"
+    assert str(minijax.dtypes.result_type(*args(mr, jnp))) == str(
+        jax.dtypes.result_type(*args(jr, jjnp)))
+
+
+@pytest.mark.parametrize("args", [
+    lambda r, np_: (r.key(0), 1.0),
+    lambda r, np_: (r.key(0), np_.float32),
+    lambda r, np_: (r.key(0).dtype,),
+])
+def test_result_type_of_keys_refused_like_jax(args):
+    with pytest.raises((TypeError, ValueError)) as jerr:
+        jjnp.result_type(*args(jr, jjnp))
+    with pytest.raises(jerr.type) as err:
+        jnp.result_type(*args(mr, jnp))
+    assert str(err.value) == str(jerr.value)
