@@ -51,13 +51,18 @@ def _asarray(a, dtype):
         a = a.dimension_as_value()
     if isinstance(a, (Tracer, Array)):
         return a if dtype is None or a.dtype == dtype else lax.convert_element_type(a, dtype)
+    if hasattr(type(a), "__jax_array__"):  # an array-like object: its array, as jax
+        a = a.__jax_array__()
+    if isinstance(a, (Tracer, Array)):
+        return a if dtype is None or a.dtype == dtype else lax.convert_element_type(a, dtype)
     if _is_extended(a):  # typed PRNG keys: the key array itself, as jax
         if dtype is None or a.dtype == dtype:
             return a
         raise ValueError(f"Cannot convert_element_type from {a.dtype} to {dtype}")
     if isinstance(a, (list, tuple)):
         leaves = _leaves(a)
-        if any(isinstance(x, (Tracer, Array)) or _is_extended(x) for x in leaves):
+        if any(isinstance(x, (Tracer, Array)) or _is_extended(x) or
+               hasattr(type(x), "__jax_array__") for x in leaves):
             return _stack_nested(a, dtype)
     if is_python_scalar(a) and dtype is None:
         return made_in_trace(device_put(a), a)
@@ -87,7 +92,8 @@ def _leaves(a):
 
 def _stack_nested(a, dtype):
     from minijax.numpy._promote import promote_dtypes
-    items = [(_stack_nested(x, None) if isinstance(x, (list, tuple)) else x) for x in a]
+    items = [(_stack_nested(x, None) if isinstance(x, (list, tuple)) else
+              x.__jax_array__() if hasattr(type(x), "__jax_array__") else x) for x in a]
     if any(_is_extended(x) for x in items):  # typed keys join with stack's key rule
         import minijax.numpy as jnp
         return asarray(jnp.stack(items), dtype)

@@ -3,7 +3,7 @@ jax: asarray/array give the key array back, ``==``/``!=``/equal/array_equal/iscl
 allclose compare whole keys (broadcasting, under jit and vmap too), the ordered
 comparisons and mixes with other dtypes are TypeErrors, and the functions that only
 move or select elements (reshape, transpose, take, tile, flip, broadcast_to, ...) work
-on the keys' words."""
+on the keys' words; and asarray/array of objects with ``__jax_array__``."""
 
 from __future__ import annotations
 
@@ -145,3 +145,24 @@ def test_result_type_of_keys_refused_like_jax(args):
     with pytest.raises(jerr.type) as err:
         jnp.result_type(*args(mr, jnp))
     assert str(err.value) == str(jerr.value)
+
+
+# ---- the __jax_array__ protocol in asarray/array (flax's Variables use it) ---------------------
+
+class _Wrapped:
+    def __init__(self, v):
+        self.v = v
+
+    def __jax_array__(self):
+        return self.v
+
+
+@pytest.mark.parametrize("expr", [
+    lambda np_, mod: np_.asarray(_Wrapped(np_.arange(3.0))),
+    lambda np_, mod: np_.array(_Wrapped(np_.arange(3.0))),
+    lambda np_, mod: np_.asarray(_Wrapped(np_.arange(2)), dtype=np_.float32),
+    lambda np_, mod: np_.asarray([_Wrapped(np_.ones(())), 1.0]),
+    lambda np_, mod: mod.jit(lambda v: np_.asarray(_Wrapped(v)) * 2)(np_.ones(2)),
+])
+def test_jax_array_protocol_like_jax(expr):
+    _same(expr(jnp, minijax), expr(jjnp, jax))
