@@ -24,6 +24,8 @@ from minijax.numpy._creation import asarray, place
 from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, convert, promote_dtypes
 from minijax.lax._util import check_out_sharding
 from minijax.numpy._extended import keys_move
+from minijax.runtime.array import Array as _ArrayType
+from minijax.runtime.sharding import SingleDeviceSharding as _SingleDeviceSharding
 
 
 def _check_arraylike(fname: str, *args) -> None:
@@ -908,8 +910,25 @@ def triu(m, k: int = 0):
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
-    """An array like ``a`` (its shape and dtype unless given) filled with ``fill_value``."""
-    return place(_full_like(a, fill_value, dtype, shape), device, out_sharding)
+    """An array like ``a`` (its shape and dtype unless given) filled with ``fill_value``;
+    laid out as ``a`` is when ``a`` is an array sharded over several devices (and no
+    ``device``/``out_sharding`` is given), as jax's."""
+    return _place_like(_full_like(a, fill_value, dtype, shape), a, dtype, shape, device,
+                       out_sharding)
+
+
+def _place_like(out, a, dtype, shape, device, out_sharding):
+    """``out`` placed as asked, else (for an array ``a`` over several devices, of a strong
+    type unless ``dtype`` is given, and of ``out``'s shape unless ``a`` is replicated)
+    with ``a``'s sharding, as jax's ``full_like`` keeps it."""
+    if device is None and out_sharding is None and type(a) is _ArrayType:
+        sh = a.sharding
+        if (type(sh) is not _SingleDeviceSharding and not (dtype is None and a.weak_type)
+                and (shape is None or tuple(out.shape) == tuple(a.shape)
+                     or sh.is_fully_replicated)):
+            from minijax.runtime.transfer import device_put
+            return device_put(out, sh)
+    return place(out, device, out_sharding)
 
 
 def _full_like(a, fill_value, dtype, shape):
@@ -940,17 +959,17 @@ def _is_shape_dtype_like(a) -> bool:
 @keys_move
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of ``a``."""
-    return place(_full_like(a, 0, dtype, shape), device, out_sharding)
+    return _place_like(_full_like(a, 0, dtype, shape), a, dtype, shape, device, out_sharding)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of ``a``."""
-    return place(_full_like(a, 1, dtype, shape), device, out_sharding)
+    return _place_like(_full_like(a, 1, dtype, shape), a, dtype, shape, device, out_sharding)
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
     """Like ``zeros_like`` (minijax arrays are always initialized)."""
-    return place(_full_like(a, 0, dtype, shape), device)
+    return _place_like(_full_like(a, 0, dtype, shape), a, dtype, shape, device, None)
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):

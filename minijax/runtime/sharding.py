@@ -433,8 +433,8 @@ def named_from_spec(spec: Any, what: str, error: type = ValueError) -> Any:
     return NamedSharding(m, spec)
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
-              axis_types: Sequence[AxisType] | None = None, devices: Sequence | None = None
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: Sequence[AxisType] | None = None, *, devices: Sequence | None = None
               ) -> Mesh:
     """A mesh of ``axis_shapes`` over the first ``prod(axis_shapes)`` of ``devices`` (all
     devices if None), in device order; ValueError if there are fewer (as jax).
@@ -917,6 +917,9 @@ def sharding_from_hlo(hlo: xla_client.HloSharding, devices: Sequence, ndim: int,
                 return c
             if c.mesh not in meshes and c.mesh._flat_devices == devices:
                 meshes.append(c.mesh)
+    ctx = current_mesh()  # the mesh in context, when the call ran over its devices
+    if ctx is not None and ctx not in meshes and ctx._flat_devices == devices:
+        meshes.append(ctx)
     for mesh in meshes:
         if hlo.is_replicated():
             return NamedSharding(mesh, PartitionSpec())

@@ -274,6 +274,13 @@ def _eqn_mesh(eqn) -> Any:
         mesh = getattr(eqn.params["sharding"], "mesh", None)
         if isinstance(mesh, _sharding.Mesh) and mesh.size > 1:
             return mesh
+        return None
+    if eqn.primitive.name == "jit":  # a nested jit is inlined: its constraints count
+        inner = eqn.params.get("jaxpr")
+        inner = getattr(inner, "jaxpr", inner)
+        for e in getattr(inner, "eqns", ()):
+            if e.primitive is not shard_map_p and (m := _eqn_mesh(e)) is not None:
+                return m
     return None
 
 
@@ -289,6 +296,8 @@ def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
     if mesh is None:
         return device
     rep = _sharding.NamedSharding(mesh, _sharding.PartitionSpec())
+    if not args:  # nothing to replicate: the call still runs over the mesh's devices
+        return Placement(tuple(mesh._flat_devices), (), None)
     return placement_of(args, [rep] * len(args))
 
 

@@ -68,6 +68,46 @@ def specs_and_abstract_meshes():
     return _both(body)
 
 
+@case
+def make_mesh_positional_axis_types():
+    def body(mod):
+        T = mod.sharding.AxisType
+        m = mod.make_mesh((2, 2), ("x", "y"), (T.Explicit, T.Auto))
+        return [t.name for t in m.axis_types], list(m.axis_names), dict(m.shape)
+    return _both(body)
+
+
+@case
+def like_functions_keep_sharding():
+    def body(mod):
+        NS, P = mod.sharding.NamedSharding, mod.sharding.PartitionSpec
+        mesh = _mesh(mod)
+        jnp = mod.numpy
+        x = mod.device_put(jnp.arange(8.0).reshape(4, 2), NS(mesh, P("x", "y")))
+        rep = mod.device_put(jnp.ones(4), NS(mesh, P()))
+        outs = [jnp.zeros_like(x), jnp.ones_like(x, dtype=jnp.int32), jnp.full_like(x, 3.0),
+                jnp.zeros_like(x, shape=(2,)), jnp.zeros_like(rep, shape=(3,)),
+                jnp.zeros_like(jnp.ones(3)), jnp.empty_like(x)]
+        return [_desc(o) for o in outs]
+    return _both(body)
+
+
+@case
+def jit_without_arguments_over_constraint_mesh():
+    def body(mod):
+        NS, P = mod.sharding.NamedSharding, mod.sharding.PartitionSpec
+        mesh = _mesh(mod)
+        with mod.set_mesh(mesh):
+            am = mod.sharding.get_abstract_mesh()
+            f = mod.jit(lambda: mod.lax.with_sharding_constraint(
+                mod.numpy.ones((4, 2)), NS(am, P("x", "y"))))
+            inner = mod.jit(lambda: mod.lax.with_sharding_constraint(
+                mod.numpy.ones((4, 2)), P("y")))
+            g = mod.jit(lambda: inner() * 2)
+            return [_desc(f()), _desc(g())]
+    return _both(body)
+
+
 def _worker(path):
     worker(CASES, path)
 
@@ -111,3 +151,18 @@ def test_single_device_is_equivalent_to_like_jax():
            ("minijax", "jax")]
     assert all(p.returncode == 0 for p in out), [p.stderr for p in out]
     assert out[0].stdout == out[1].stdout == "[True, True, True, False]\n"
+
+
+def test_make_mesh_positional_axis_types_like_jax(results):
+    r = get(results, "make_mesh_positional_axis_types")
+    assert r["minijax"] == r["jax"]
+
+
+def test_like_functions_keep_sharding_like_jax(results):
+    r = get(results, "like_functions_keep_sharding")
+    assert r["minijax"] == r["jax"]
+
+
+def test_jit_without_arguments_over_constraint_mesh_like_jax(results):
+    r = get(results, "jit_without_arguments_over_constraint_mesh")
+    assert r["minijax"] == r["jax"]
