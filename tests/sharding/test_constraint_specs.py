@@ -108,6 +108,37 @@ def jit_without_arguments_over_constraint_mesh():
     return _both(body)
 
 
+@case
+def shard_map_custom_node_specs_and_empty_axis_names():
+    def body(mod):
+        P = mod.sharding.PartitionSpec
+        mesh = _mesh(mod)
+        jnp = mod.numpy
+
+        class Box:
+            def __init__(self, a, b, tag):
+                self.a, self.b, self.tag = a, b, tag
+
+        try:
+            mod.tree_util.register_pytree_node(Box, lambda x: ((x.a, x.b), x.tag),
+                                               lambda tag, ch: Box(*ch, tag))
+        except ValueError:
+            pass
+        x = Box(jnp.arange(8.0).reshape(4, 2), jnp.arange(4.0), "t")
+        f = mod.shard_map(lambda v: Box(v.a * 2, v.b + 1, v.tag), mesh=mesh,
+                          in_specs=(Box(P("x", "y"), P("x"), "t"),),
+                          out_specs=Box(P("x", "y"), P("x"), "t"), axis_names=frozenset())
+        out = f(x)
+        bad = None
+        try:
+            mod.shard_map(lambda v: v, mesh=mesh, in_specs=(Box(P("x"), P("x"), "other"),),
+                          out_specs=P())(x)
+        except ValueError as e:
+            bad = type(e).__name__
+        return (np.asarray(out.a).tolist(), np.asarray(out.b).tolist(), out.tag, bad)
+    return _both(body)
+
+
 def _worker(path):
     worker(CASES, path)
 
@@ -165,4 +196,9 @@ def test_like_functions_keep_sharding_like_jax(results):
 
 def test_jit_without_arguments_over_constraint_mesh_like_jax(results):
     r = get(results, "jit_without_arguments_over_constraint_mesh")
+    assert r["minijax"] == r["jax"]
+
+
+def test_shard_map_custom_node_specs_and_empty_axis_names_like_jax(results):
+    r = get(results, "shard_map_custom_node_specs_and_empty_axis_names")
     assert r["minijax"] == r["jax"]
