@@ -13,7 +13,7 @@ from minijax.core.errors import IncompatibleShapesError
 from minijax.core.lru import MemoCache
 from minijax.core.primitives import broadcast_in_dim_p
 from minijax.core.shape_poly import DimExpr
-from minijax.core.trace import get_aval, is_python_scalar
+from minijax.core.trace import Tracer, get_aval, is_python_scalar
 
 
 def typed(x) -> tuple[np.dtype, bool]:
@@ -223,6 +223,18 @@ config.on_change(TRACE_KEY, lambda _value: _plans.clear())
 _SCALARS = (int, float, bool, complex)
 
 
+_PLAIN: dict[type, bool] = {}
+
+
+def _plain(tx: type) -> bool:
+    """Whether values of type ``tx`` are arrays themselves, not array-like objects that
+    convert with ``__jax_array__`` (flax's Variable forwards ``aval`` to its value)."""
+    ok = _PLAIN.get(tx)
+    if ok is None:
+        ok = _PLAIN[tx] = not hasattr(tx, "__jax_array__")
+    return ok
+
+
 def _replay(kind: int, fname: str, args: tuple):
     """``args`` promoted and broadcast by the plan for their types (made on first use);
     None when they are not all arrays, tracers and Python scalars."""
@@ -233,7 +245,7 @@ def _replay(kind: int, fname: str, args: tuple):
             key.append(tx)
             continue
         aval = getattr(x, "aval", None)
-        if aval is None or isinstance(x, (np.ndarray, np.generic)):
+        if aval is None or isinstance(x, (np.ndarray, np.generic)) or not _plain(tx):
             return None
         key.append(aval)
     key = tuple(key)
@@ -310,6 +322,8 @@ def _check_args(fname: str, args):
             x = ensure_array(x)
         elif type(x) is DimExpr:
             x = x.dimension_as_value()
+        elif hasattr(type(x), "__jax_array__") and not isinstance(x, Tracer):
+            x = x.__jax_array__()  # an array-like object (flax's Variable), as jax
         out.append(x)
     return out
 

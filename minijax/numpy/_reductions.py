@@ -21,7 +21,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.shape_poly import DimExpr
-from minijax.core.trace import get_aval
+from minijax.core.trace import Tracer, get_aval
 from minijax.numpy._promote import promote_dtypes_numeric
 from minijax.stages.eager import fused  # one jitted program when called eagerly
 
@@ -35,6 +35,8 @@ def _check_arraylike(name: str, x):
     if isinstance(x, (list, tuple)):
         raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__}. "
                         f"Use minijax.numpy.asarray(...) to convert it.")
+    if hasattr(type(x), "__jax_array__") and not isinstance(x, (Tracer, DimExpr)):
+        x = x.__jax_array__()  # an array-like object (flax's Variable): its array, as jax
     get_aval(x)  # raises TypeError for anything that is not an array or scalar
     return x
 
