@@ -139,6 +139,25 @@ def shard_map_custom_node_specs_and_empty_axis_names():
     return _both(body)
 
 
+@case
+def jit_partition_spec_shardings():
+    def body(mod):
+        P = mod.sharding.PartitionSpec
+        jnp = mod.numpy
+        f = mod.jit(lambda a, b: (a + b, a * 2), in_shardings=(P(), P("x")),
+                    out_shardings=(P("x"), None))
+        a, b = jnp.ones((4, 2)), jnp.arange(8.0).reshape(4, 2)
+        try:
+            f(a, b)
+            err = None
+        except RuntimeError as e:
+            err = str(e).split(" in context")[0]
+        with mod.set_mesh(_mesh(mod)):
+            outs = f(a, b)
+        return err, [_desc(o) for o in outs]
+    return _both(body)
+
+
 def _worker(path):
     worker(CASES, path)
 
@@ -201,4 +220,9 @@ def test_jit_without_arguments_over_constraint_mesh_like_jax(results):
 
 def test_shard_map_custom_node_specs_and_empty_axis_names_like_jax(results):
     r = get(results, "shard_map_custom_node_specs_and_empty_axis_names")
+    assert r["minijax"] == r["jax"]
+
+
+def test_jit_partition_spec_shardings_like_jax(results):
+    r = get(results, "jit_partition_spec_shardings")
     assert r["minijax"] == r["jax"]
