@@ -192,7 +192,7 @@ def promote_args_inexact(fname: str, *args):
     if len(args) == 1:
         x = args[0]
         aval = getattr(x, "aval", None)
-        if aval is not None and dtypes.is_inexact(aval.dtype):
+        if aval is not None and dtypes.is_inexact(aval.dtype) and _plain(type(x)):
             return [x]
     planned = _replay(_INEXACT, fname, args)
     if planned is not None:

@@ -191,6 +191,8 @@ minijax.tree_util.register_pytree_node(_Box, lambda b: ((b.v,), None), lambda _,
     lambda np_: lambda x, b: np_.matmul(x, b),
     lambda np_: lambda x, b: np_.sum(b, axis=0) + x[0],
     lambda np_: lambda x, b: np_.maximum(b, 1.5),
+    lambda np_: lambda x, b: np_.sin(b) + x,
+    lambda np_: lambda x, b: np_.exp(b),
 ])
 def test_jax_array_protocol_of_pytrees_under_jit_like_jax(fn):
     x, b = np.ones((2, 2), np.float32), np.arange(4.0, dtype=np.float32).reshape(2, 2)
