@@ -150,6 +150,13 @@ class ShapedArray(AbstractValue):
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
                                                            self._sharding)
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The type of this value's tangents (jax's ``to_tangent_aval``): itself for
+        floating and complex dtypes; float0 of the same shape (strong) otherwise."""
+        if dtypes.is_inexact(self.dtype):
+            return self
+        return ShapedArray(self.shape, dtypes.float0, False)
+
     def __eq__(self, other) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type

@@ -1,9 +1,11 @@
 """``jax.interpreters.batching``: vmap rules of primitives, registered on minijax's.
 
 A rule in ``primitive_batchers`` is ``rule(batched_args, batch_dims, **params) ->
-(out, out_dim)`` (``not_mapped``, i.e. None, for an unbatched value); one in
-``axis_primitive_batchers`` also gets the axis first: ``rule(axis_data, batched_args,
-batch_dims, **params)``, ``axis_data`` with ``size`` and ``name``.
+(out, out_dim)`` (``not_mapped``, i.e. None, for an unbatched value; not called when
+nothing is batched); one in ``axis_primitive_batchers`` also gets the axis first, as
+jax's: ``rule(axis_size, axis_name, None, batched_args, batch_dims, **params)``; one in
+``fancy_primitive_batchers`` gets ``rule(axis_data, batched_args, batch_dims,
+**params)``, ``axis_data`` with ``size`` and ``name``.
 """
 
 from __future__ import annotations
@@ -32,11 +34,22 @@ class AxisData(NamedTuple):
 
 def _plain(prim: Primitive, rule: Callable) -> Callable:
     def batch(trace, vals, dims, **params):
+        if all(d is not_mapped for d in dims):  # as jax: nothing batched, bind as is
+            out = prim.bind(*vals, **params)
+            return (out, [not_mapped] * len(out)) if prim.multiple_results else (out, not_mapped)
         return rule(vals, dims, **params)
     return batch
 
 
 def _with_axis(prim: Primitive, rule: Callable) -> Callable:
+    # jax's (older) convention: rule(axis_size, axis_name, trace_type, vals, dims), the
+    # trace type given as None
+    def batch(trace, vals, dims, **params):
+        return rule(trace.axis_size, trace.axis_name, None, vals, dims, **params)
+    return batch
+
+
+def _fancy(prim: Primitive, rule: Callable) -> Callable:
     def batch(trace, vals, dims, **params):
         return rule(AxisData(trace.axis_name, trace.axis_size), vals, dims, **params)
     return batch
@@ -44,8 +57,7 @@ def _with_axis(prim: Primitive, rule: Callable) -> Callable:
 
 primitive_batchers = RuleRegistry("batch", _plain, key="_jax_batch")
 axis_primitive_batchers = RuleRegistry("batch", _with_axis, key="_jax_axis_batch")
-fancy_primitive_batchers = RuleRegistry(
-    "batch", lambda prim, rule: rule, key="_jax_fancy_batch")  # rule(trace, vals, dims)
+fancy_primitive_batchers = RuleRegistry("batch", _fancy, key="_jax_fancy_batch")
 
 
 def moveaxis(x, src: int, dst: int):

@@ -12,7 +12,7 @@ from minijax import version as _version
 from minijax.config import State
 from minijax.core import lru
 from minijax.core.aval import ShapedArray, ShapeDtypeStruct
-from minijax.core.jaxpr import ClosedJaxpr, EqnContext
+from minijax.core.jaxpr import ClosedJaxpr, EqnContext, Jaxpr
 from minijax.core.trace import _state, get_aval, merge_ctx
 from minijax.core.trace import ensure_compile_time_eval  # noqa: F401  (re-exported)
 from minijax.core.traceback_util import api_boundary
@@ -32,8 +32,12 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     def make(*args, **kwargs):
         entry = trace_entry(Wrapped(fun, static_argnums=static_argnums), args, kwargs)
         closed = entry.closed
-        if entry.hoisted:
-            closed = ClosedJaxpr(closed.jaxpr, closed.consts)
+        if entry.hoisted:  # values of enclosing traces it closes over are its consts
+            # again (as jax's), not leading inputs: eval_jaxpr(jaxpr, consts, *args) runs it
+            j, n = closed.jaxpr, len(entry.hoisted)
+            closed = ClosedJaxpr(Jaxpr(j.constvars + j.invars[:n], j.invars[n:], j.outvars,
+                                       j.eqns, j.debug_info),
+                                 closed.consts + list(entry.hoisted))
         if return_shape:
             shapes = entry.out_tree.unflatten(
                 ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)

@@ -60,9 +60,7 @@ class Zero:
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of integer and boolean values have dtype float0."""
-    if dtypes.is_inexact(aval.dtype):
-        return aval
-    return ShapedArray(aval.shape, dtypes.float0, False)
+    return aval.to_tangent_aval()
 
 
 def zeros_like_aval(aval: ShapedArray):
@@ -578,7 +576,10 @@ def linearize_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
     pe = PartialEvalTrace(_state.trace, DebugInfo("linearize", name, None))
     t_in = [pe.new_arg(tangent_aval(get_aval(p))) for p in primals]
     jt = JVPTrace(pe)
-    tracers = [JVPTracer(jt, p, t) for p, t in zip(primals, t_in)]
+    # as jax: an integer or boolean input (float0 tangent) is not perturbed, its tangent a
+    # symbolic zero (the linear jaxpr still takes it)
+    tracers = [JVPTracer(jt, p, Zero(t.aval) if t.aval.dtype == dtypes.float0 else t)
+               for p, t in zip(primals, t_in)]
     prev = _state.trace
     _state.trace = jt
     try:
