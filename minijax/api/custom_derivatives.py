@@ -148,7 +148,16 @@ def _rule_tangent_in(t, symbolic_zeros: bool):
     """A tangent as a custom_jvp rule sees it (as jax): a symbolic zero is a
     ``SymbolicZero`` for a rule defined with ``symbolic_zeros=True``, else zeros."""
     if type(t) is Zero:
-        return SymbolicZero(t.aval) if symbolic_zeros else instantiate(t)
+        return SymbolicZero(t.aval) if symbolic_zeros else _array_ct(instantiate(t), t.aval)
+    return t
+
+
+def _array_ct(t, aval):
+    """A scalar tangent or cotangent that is a Python number (a jaxpr literal: minijax
+    keeps scalar zeros and grad's seed so) as an array of ``aval``'s type, as a rule
+    sees it in jax."""
+    if type(t) in (bool, int, float, complex) and aval.dtype != dtypes.float0:
+        return convert_element_type(t, aval.dtype, weak_type=aval.weak_type)
     return t
 
 
@@ -532,7 +541,9 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 def _custom_lin_transpose(cts, *args, num_res, res_tree, bwd, out_avals):
     res = tree_unflatten(res_tree, args[:num_res])
-    cts_in = bwd(res, list(cts))  # symbolic zeros stay so (the rule may see them)
+    # symbolic zeros stay so (the rule may see them); numbers become arrays
+    cts = [c if type(c) is Zero else _array_ct(c, a) for c, a in zip(cts, out_avals)]
+    cts_in = bwd(res, cts)
     return [None] * num_res + list(cts_in)
 
 
