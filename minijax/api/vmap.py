@@ -87,8 +87,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
             v, d = trace.split(o)
             if oax is None:
                 if d is not None:
-                    raise ValueError(f"vmap has mapped output (at result{keystr(path)}) but "
-                                     f"out_axes is None")
+                    raise ValueError(f"at vmap out_axes{keystr(path)}, got axis spec None "
+                                     f"but output was batched on axis {d}")
                 results.append(v)
                 continue
             rank = get_aval(v).ndim + (1 if d is None else 0) - (extra[i] if extra else 0)
