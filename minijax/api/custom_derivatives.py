@@ -34,8 +34,8 @@ from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, 
                                    is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
                                    transpose_jaxpr, zeros_like_aval)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
-from minijax._pytree import (register_pytree_node, tree_flatten, tree_unflatten,
-                             treedef_children)
+from minijax._pytree import (PrefixMismatchError, broadcast_prefix, register_pytree_node,
+                             tree_flatten, tree_unflatten, treedef_children)
 
 
 class _Traced(NamedTuple):
@@ -469,12 +469,24 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
             continue
         c_flat, c_tree = tree_flatten(c, is_leaf=lambda x: type(x) is SymbolicZero)
         if c_tree != arg_tree:
-            raise TypeError(f"Custom VJP bwd rule for {name} must produce an output with the "
-                            f"same container (pytree) structure as the args tuple of the "
-                            f"primal function: cotangent {i} has structure {c_tree}, its "
-                            f"argument {arg_tree}")
+            # as jax: the cotangent may be a prefix of its argument's structure, a leaf (or
+            # None: zeros) standing for each leaf of that subtree (flax's nnx.custom_vjp
+            # gives a State of arrays for one of Variables)
+            try:
+                c_flat = broadcast_prefix(
+                    c, tree_unflatten(arg_tree, [_Slot()] * arg_tree.num_leaves),
+                    is_leaf=lambda x: x is None or type(x) is SymbolicZero or
+                    hasattr(x, "shape") or type(x) in (bool, int, float, complex))
+            except (PrefixMismatchError, ValueError):
+                raise TypeError(f"Custom VJP bwd rule for {name} must produce an output "
+                                f"with the same container (pytree) structure as the args "
+                                f"tuple of the primal function: cotangent {i} has structure "
+                                f"{c_tree}, its argument {arg_tree}") from None
         for p, ct in zip(primals, c_flat):
             a = tangent_aval(p)
+            if ct is None:
+                out.append(Zero(a))
+                continue
             if type(ct) is SymbolicZero:  # as jax: a zero cotangent, of the rule's type
                 ca = ct.aval
                 ct = Zero(a)
@@ -490,6 +502,10 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
                                  f"of type {p.str_short()}")
             out.append(ct)
     return out
+
+
+class _Slot:
+    """A placeholder leaf (not a pytree node) for matching a prefix tree."""
 
 
 class CustomVJPPrimal:

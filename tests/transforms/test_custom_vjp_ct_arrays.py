@@ -43,3 +43,32 @@ def test_bwd_cotangents_are_arrays_like_jax(which):
     np.testing.assert_allclose(got[:2], want[:2], rtol=1e-6)
     assert [[c[:2] for c in call] for call in got[2]] == \
         [[c[:2] for c in call] for call in want[2]]
+
+
+
+def _prefix_run(mod, np_, bwd_out):
+    @mod.custom_vjp
+    def f(d):
+        return np_.sin(d["a"][0]) * d["a"][1] * d["b"]
+
+    def fwd(d):
+        return f(d), (np_.cos(d["a"][0]), d["b"])
+
+    def bwd(r, g):
+        return (bwd_out(r, g),)
+
+    f.defvjp(fwd, bwd)
+    try:
+        g = mod.grad(f)({"a": (1.0, 3.0), "b": 2.0})
+    except TypeError:
+        return "TypeError"
+    return float(g["a"][0]), float(g["a"][1]), float(g["b"])
+
+
+def test_bwd_cotangent_may_be_a_prefix_like_jax():
+    cases = [lambda r, g: {"a": r[0] * r[1] * g, "b": None},            # one leaf for a node
+             lambda r, g: {"a": (r[0] * g, None), "b": g * 0.5},        # the full structure
+             lambda r, g: {"a": None, "b": g},                           # None for a node
+             lambda r, g: {"a": r[0] * r[1] * g}]                        # a missing key
+    for c in cases:
+        assert _prefix_run(minijax, jnp, c) == _prefix_run(jax, jjnp, c)
