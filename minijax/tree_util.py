@@ -313,6 +313,11 @@ def _broadcast_prefix(flatten, prefix, full, is_leaf) -> list:
         elif isinstance(p, dict) and isinstance(sub, dict) and set(p) == set(sub):
             for k in p:
                 walk(p[k], sub[k], f"{where}[{k!r}]")
+        elif (pair := _custom_children(flatten, p, sub)) is not None:
+            # a registered node type (flax's State, NodeStates...): the same type and
+            # metadata, then child by child, as jax's prefix matching
+            for k, (a, b) in enumerate(zip(*pair)):
+                walk(a, b, f"{where}[<flat index {k}>]")
         else:
             raise PrefixMismatchError(where, p, sub)
 
@@ -320,9 +325,27 @@ def _broadcast_prefix(flatten, prefix, full, is_leaf) -> list:
     return out
 
 
-def keystr(path: tuple) -> str:
-    """``"[0]['w']"`` for a key path, as in jax."""
-    return "".join(_key_str(k) for k in path)
+def _custom_children(flatten, p, sub):
+    """``(children of p, children of sub)`` when both are nodes of one registered type
+    with equal metadata (in the registry ``flatten`` belongs to), else None."""
+    reg = getattr(flatten, "__self__", None)
+    if reg is None or p is None or type(p) is not type(sub):
+        return None
+    one_p, one_s = reg.flatten_one_level(p), reg.flatten_one_level(sub)
+    if one_p is None or one_s is None or len(one_p[0]) != len(one_s[0]):
+        return None
+    try:
+        same = bool(one_p[1] == one_s[1])
+    except Exception:  # noqa: BLE001 - metadata that does not compare: not the same
+        same = False
+    return (list(one_p[0]), list(one_s[0])) if same else None
+
+
+def keystr(path: tuple, *, simple: bool = False, separator: str = "") -> str:
+    """``"[0]['w']"`` for a key path, as in jax; ``simple=True`` writes each key bare
+    (``0``, ``w``), and ``separator`` joins the keys (``keystr(p, simple=True,
+    separator='/')`` is ``"0/w"``). Entries that are not key objects print as ``str``."""
+    return separator.join((_simple_key_str if simple else _key_str)(k) for k in path)
 
 
 def _key_str(k) -> str:
@@ -334,7 +357,19 @@ def _key_str(k) -> str:
         return f".{k.name}"
     if isinstance(k, FlattenedIndexKey):
         return f"[<flat index {k.key}>]"
-    return f"[{k!r}]"
+    return str(k)
+
+
+def _simple_key_str(k) -> str:
+    if isinstance(k, SequenceKey):
+        return str(k.idx)
+    if isinstance(k, DictKey):
+        return str(k.key)
+    if isinstance(k, GetAttrKey):
+        return str(k.name)
+    if isinstance(k, FlattenedIndexKey):
+        return str(k.key)
+    return str(k)
 
 
 class Partial:

@@ -34,8 +34,8 @@ from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, 
                                    is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
                                    transpose_jaxpr, zeros_like_aval)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
-from minijax._pytree import (register_pytree_node, tree_flatten, tree_unflatten,
-                             treedef_children)
+from minijax._pytree import (PrefixMismatchError, broadcast_prefix, register_pytree_node,
+                             tree_flatten, tree_unflatten, treedef_children)
 
 
 class _Traced(NamedTuple):
@@ -148,7 +148,16 @@ def _rule_tangent_in(t, symbolic_zeros: bool):
     """A tangent as a custom_jvp rule sees it (as jax): a symbolic zero is a
     ``SymbolicZero`` for a rule defined with ``symbolic_zeros=True``, else zeros."""
     if type(t) is Zero:
-        return SymbolicZero(t.aval) if symbolic_zeros else instantiate(t)
+        return SymbolicZero(t.aval) if symbolic_zeros else _array_ct(instantiate(t), t.aval)
+    return t
+
+
+def _array_ct(t, aval):
+    """A scalar tangent or cotangent that is a Python number (a jaxpr literal: minijax
+    keeps scalar zeros and grad's seed so) as an array of ``aval``'s type, as a rule
+    sees it in jax."""
+    if type(t) in (bool, int, float, complex) and aval.dtype != dtypes.float0:
+        return convert_element_type(t, aval.dtype, weak_type=aval.weak_type)
     return t
 
 
@@ -460,12 +469,24 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
             continue
         c_flat, c_tree = tree_flatten(c, is_leaf=lambda x: type(x) is SymbolicZero)
         if c_tree != arg_tree:
-            raise TypeError(f"Custom VJP bwd rule for {name} must produce an output with the "
-                            f"same container (pytree) structure as the args tuple of the "
-                            f"primal function: cotangent {i} has structure {c_tree}, its "
-                            f"argument {arg_tree}")
+            # as jax: the cotangent may be a prefix of its argument's structure, a leaf (or
+            # None: zeros) standing for each leaf of that subtree (flax's nnx.custom_vjp
+            # gives a State of arrays for one of Variables)
+            try:
+                c_flat = broadcast_prefix(
+                    c, tree_unflatten(arg_tree, [_Slot()] * arg_tree.num_leaves),
+                    is_leaf=lambda x: x is None or type(x) is SymbolicZero or
+                    hasattr(x, "shape") or type(x) in (bool, int, float, complex))
+            except (PrefixMismatchError, ValueError):
+                raise TypeError(f"Custom VJP bwd rule for {name} must produce an output "
+                                f"with the same container (pytree) structure as the args "
+                                f"tuple of the primal function: cotangent {i} has structure "
+                                f"{c_tree}, its argument {arg_tree}") from None
         for p, ct in zip(primals, c_flat):
             a = tangent_aval(p)
+            if ct is None:
+                out.append(Zero(a))
+                continue
             if type(ct) is SymbolicZero:  # as jax: a zero cotangent, of the rule's type
                 ca = ct.aval
                 ct = Zero(a)
@@ -481,6 +502,10 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
                                  f"of type {p.str_short()}")
             out.append(ct)
     return out
+
+
+class _Slot:
+    """A placeholder leaf (not a pytree node) for matching a prefix tree."""
 
 
 class CustomVJPPrimal:
@@ -532,7 +557,9 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 def _custom_lin_transpose(cts, *args, num_res, res_tree, bwd, out_avals):
     res = tree_unflatten(res_tree, args[:num_res])
-    cts_in = bwd(res, list(cts))  # symbolic zeros stay so (the rule may see them)
+    # symbolic zeros stay so (the rule may see them); numbers become arrays
+    cts = [c if type(c) is Zero else _array_ct(c, a) for c, a in zip(cts, out_avals)]
+    cts_in = bwd(res, cts)
     return [None] * num_res + list(cts_in)
 
 

@@ -71,8 +71,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
                 continue
             nd = get_aval(x).ndim - (extra[i] if extra else 0)
             tracers.append(BatchTracer(trace, x, ax % nd))
-        a, k = in_tree.unflatten(tracers)
         with use_trace(trace):
+            # unflattened under the batch trace (as jax): a pytree node made from the
+            # leaves (flax's Variable records the trace it was made at) belongs to it
+            a, k = in_tree.unflatten(tracers)
             out = fun(*a, **k)
         trace.alive = False
         out_pairs, out_tree = tree_flatten_with_path(out)
@@ -85,8 +87,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
             v, d = trace.split(o)
             if oax is None:
                 if d is not None:
-                    raise ValueError(f"vmap has mapped output (at result{keystr(path)}) but "
-                                     f"out_axes is None")
+                    raise ValueError(f"at vmap out_axes{keystr(path)}, got axis spec None "
+                                     f"but output was batched on axis {d}")
                 results.append(v)
                 continue
             rank = get_aval(v).ndim + (1 if d is None else 0) - (extra[i] if extra else 0)

@@ -38,7 +38,7 @@ SRC_NAMES: dict[str, dict[str, tuple[str, str]]] = {
         "Tracer": ("minijax.core:Tracer", "flax (linen fp8_ops)"),
     },
     "jax._src.state.types": {
-        "AbstractRef": ("minijax.experimental.hijax:_AbstractRef", "flax (nnx variablelib)"),
+        "AbstractRef": ("minijax.core.ref:AbstractRef", "flax (nnx variablelib)"),
     },
     # chex and flax.nnx import checkify's internals under this name
     "jax._src.checkify": {

@@ -224,6 +224,13 @@ def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     key = (typed, config.enable_x64, config.numpy_dtype_promotion)
     out = _result_cache.get(key)
     if out is None:
+        ext = next((dt for dt, _ in typed if isinstance(dt, ExtendedDType)), None)
+        if ext is not None:  # typed keys: only with their own dtype, as jax
+            bad = next((dt for dt, _ in typed if dt != ext), None)
+            if bad is not None:
+                raise ValueError(f"dtype={ext if not isinstance(bad, ExtendedDType) else bad} "
+                                 f"is not a valid dtype for JAX type promotion.")
+            return ext, False
         if key[2] == "strict":
             _check_strict(typed)
         out = _result_cache[key] = _result_type(typed)

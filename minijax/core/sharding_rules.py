@@ -249,6 +249,24 @@ def reshape_rule(x: Any, new_sizes: Sequence[int], dimensions: Any = None,
 # (what, out_sharding) -> a concrete NamedSharding (a PartitionSpec over the mesh in
 # context); set by minijax.runtime.sharding.
 _resolver: list = [None]
+# The PartitionSpec class (set by minijax.runtime.sharding).
+_spec_type: list = [()]
+
+
+# sharding -> the same layout over the concrete mesh in context when it is over that
+# mesh's abstract mesh, else the sharding itself (set by minijax.runtime.sharding).
+_concretizer: list = [lambda s: s]
+
+
+def concrete_in_context(sharding: Any) -> Any:
+    """``sharding``, over the concrete mesh set with ``set_mesh`` if it is over an
+    abstract mesh of that mesh's shape (as jax reads such a sharding under a mesh)."""
+    return _concretizer[0](sharding)
+
+
+def is_partition_spec(x: Any) -> bool:
+    """Whether ``x`` is a ``PartitionSpec`` (without importing the runtime)."""
+    return isinstance(x, _spec_type[0])
 
 
 def resolve(what: str, out_sharding: Any) -> Any:

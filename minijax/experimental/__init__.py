@@ -1,4 +1,5 @@
-"""minijax.experimental: ``io_callback`` (as ``jax.experimental.io_callback``), and the
+"""minijax.experimental: ``io_callback`` (as ``jax.experimental.io_callback``), ``cur_qdd``
+(see ``minijax.experimental.hijax``), and the
 ``xla_metadata``, ``pallas``, ``shard_map``, ``mesh_utils``, ``ode``, ``sparse``,
 ``compilation_cache`` and ``serialize_executable`` submodules.
 
@@ -21,6 +22,9 @@ def __getattr__(name: str):
     if name == "io_callback":
         from minijax._callback import io_callback
         return io_callback
+    if name == "cur_qdd":
+        from minijax.experimental.hijax import cur_qdd
+        return cur_qdd
     if name in _REMOVED:
         raise AttributeError(f"module 'minijax.experimental' has no attribute {name!r}: "
                              f"{_REMOVED[name]}", name=name)
@@ -28,4 +32,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted([*globals(), "io_callback"])
+    return sorted([*globals(), "io_callback", "cur_qdd"])

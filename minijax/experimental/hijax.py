@@ -28,7 +28,7 @@ from minijax.transforms.ad import Zero, instantiate, is_undefined
 
 __all__ = ["AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType",
            "MutableHiType", "Zero", "aval_method", "aval_property",
-           "control_flow_allowed_effects", "instantiate_zeros", "is_undefined_primal",
+           "control_flow_allowed_effects", "cur_qdd", "instantiate_zeros", "is_undefined_primal",
            "register_hitype"]
 
 instantiate_zeros = instantiate
@@ -105,6 +105,17 @@ def register_hitype(val_cls: type, typeof_fn: Callable) -> None:
     hitype_registry[val_cls] = typeof_fn
 
 
+def cur_qdd(x):
+    """``jax.experimental.cur_qdd``: the current quasi-dynamic data (the type state) of
+    a value of a mutable hi type, what its ``cur_qdd()`` method reports. A traced array
+    has none (None, as jax's tracers without a mutable type state); minijax traces arrays
+    only, so a hi value is always its concrete self here."""
+    from minijax.core.trace import Tracer
+    if isinstance(x, Tracer):
+        return None
+    return x.cur_qdd()
+
+
 class HiPrimitive(Primitive):
     """A primitive whose rules are methods of the subclass (jax's hijax convention)."""
 
@@ -113,7 +124,9 @@ class HiPrimitive(Primitive):
         cls = type(self)
         for slot in ("impl", "jvp"):
             if _defines(cls, slot):
-                setattr(self, slot, getattr(self, slot))  # the bound method
+                # the bound method (``getattr(self, slot)`` would find the None that
+                # Primitive.__init__ put in the instance's dict)
+                setattr(self, slot, getattr(cls, slot).__get__(self))
         if _defines(cls, "abstract_eval"):
             method = self.abstract_eval_rule = cls.abstract_eval.__get__(self)
 
@@ -138,9 +151,3 @@ def _defines(cls: type, name: str) -> bool:
     return any(name in k.__dict__ for k in cls.__mro__ if k not in
                (HiPrimitive, Primitive, Primitive.__mro__[1], object))
 
-
-class _AbstractRef(AbstractValue):
-    """The aval of a mutable array reference (``jax._src.state.types.AbstractRef``):
-    minijax has no references (``minijax.ref``), so no value has this type."""
-
-    __slots__ = ()

@@ -120,7 +120,7 @@ def shard_map(f: Callable | None = None, /, *, mesh: Mesh | None = None,
         spec comes from its type, when the manual axes are Explicit.
       out_specs: likewise for the outputs: how the blocks make the global result.
       check_rep: check that outputs left unsplit over an axis do not vary along it.
-      axis_names: the mesh axes ``f`` is manual over (default: all); the others are
+      axis_names: the mesh axes ``f`` is manual over (default, or empty: all); the others are
         left to XLA's partitioner, and collectives inside may use only these.
     """
     if f is None:
@@ -141,8 +141,8 @@ def _shard_map(f: Callable, mesh: Mesh | None, in_specs: Any, out_specs: Any,
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_map: mesh must be a minijax.sharding.Mesh, got {mesh!r}")
     name = getattr(f, "__name__", "fun")
-    manual_axes = None  # every mesh axis is manual
-    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
+    manual_axes = None  # every mesh axis is manual (also for an empty axis_names, as jax)
+    if axis_names and set(axis_names) != set(mesh.axis_names):
         unknown = set(axis_names) - set(mesh.axis_names)
         if unknown:
             raise ValueError(f"shard_map({name}): axis_names {sorted(unknown)} are not axes "

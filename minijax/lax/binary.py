@@ -351,11 +351,36 @@ def shift_right_logical(x, y): return shift_right_logical_p.bind(x, y)
 
 # ---- comparisons (``_comparison``: all their rules) -----------------------------------------
 eq_p = _comparison("eq", "EQ")
-def eq(x, y): return eq_p.bind(x, y)
+
+
+def eq(x, y):
+    if (ext := dtypes.extended_operands("eq", (x, y))) is not None:
+        return _compare_extended(eq_p, ext)
+    return eq_p.bind(x, y)
 
 
 ne_p = _comparison("ne", "NE")
-def ne(x, y): return ne_p.bind(x, y)
+
+
+def ne(x, y):
+    if (ext := dtypes.extended_operands("ne", (x, y))) is not None:
+        return _compare_extended(ne_p, ext)
+    return ne_p.bind(x, y)
+
+
+def _compare_extended(prim: Primitive, ext):
+    """``eq``/``ne`` of arrays of one extended dtype (typed PRNG keys), as jax: two
+    elements are equal when all their physical words are; the element dimensions trail
+    the words' shape and are reduced away."""
+    from minijax.lax.reduce import reduce_and, reduce_or
+    dt, (xw, yw) = ext
+    out = prim.bind(xw, yw)
+    n = len(dt.element_shape)
+    if not n:
+        return out
+    nd = get_aval(out).ndim
+    axes = tuple(range(nd - n, nd))
+    return reduce_and(out, axes) if prim is eq_p else reduce_or(out, axes)
 
 
 lt_p = _comparison("lt", "LT", "fiub")

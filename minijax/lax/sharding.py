@@ -11,7 +11,9 @@ eagerly it moves the array there (``minijax.stages.sharded`` sets that rule).
 
 from __future__ import annotations
 
-from minijax.core.sharding_rules import def_sharding_rule
+from minijax.core import dtypes
+from minijax.core.sharding_rules import (concrete_in_context, def_sharding_rule,
+                                         is_partition_spec, resolve)
 from minijax.core.trace import Primitive, get_aval
 from minijax.lowering.types import string_attr
 from minijax.transforms import ad
@@ -41,6 +43,9 @@ def _sharding_constraint_lower(ctx, x, *, sharding):
     if sdy is not None and hasattr(sharding, "spec"):  # Shardy
         return ctx.op("sdy.sharding_constraint", [x], aval,
                       {"sharding": "#sdy.sharding" + sdy.sharding(sharding, len(aval.shape))})
+    if not hasattr(getattr(sharding, "mesh", None), "_flat_devices") and \
+            hasattr(sharding, "mesh"):
+        return x  # over an abstract mesh in a module not partitioned over it: no devices
     attrs = {"call_target_name": '"Sharding"',
              "mhlo.sharding": string_attr(sharding.hlo_text(len(aval.shape)))}
     return ctx.op("stablehlo.custom_call", [x], aval, attrs)
@@ -66,27 +71,50 @@ def with_sharding_constraint(x, shardings):
     """``x`` (a pytree), with each leaf laid out as ``shardings`` (one sharding for
     every leaf, or a pytree like ``x``) from here on; the values are unchanged."""
     from minijax import _pytree as tree_util
-    leaves, tree = tree_util.tree_flatten(x)
-    if hasattr(shardings, "hlo_text"):
+    from minijax.runtime.pytree import registry
+    # over the public registry, where typed keys are leaves (as in jax's pytrees); their
+    # words take the constraint
+    leaves, tree = registry.flatten(x)
+    if hasattr(shardings, "hlo_text") or is_partition_spec(shardings):
         per_leaf = [shardings] * len(leaves)
     else:
         per_leaf = tree.flatten_up_to(shardings) if hasattr(tree, "flatten_up_to") else \
-            tree_util.tree_flatten(shardings, is_leaf=lambda s: hasattr(s, "hlo_text"))[0]
+            tree_util.tree_flatten(shardings, is_leaf=lambda s: hasattr(s, "hlo_text") or
+                                   is_partition_spec(s))[0]
     if len(per_leaf) != len(leaves):
         raise ValueError(f"with_sharding_constraint: {len(per_leaf)} shardings for "
                          f"{len(leaves)} arrays")
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        if is_partition_spec(s):  # over the mesh in context, as jax
+            try:
+                s = resolve("with_sharding_constraint", s)
+            except ValueError:
+                raise RuntimeError(
+                    "with_sharding_constraint requires a non-empty mesh in context if you "
+                    "are passing `PartitionSpec`s to shardings. You can define a context "
+                    "mesh via `minijax.set_mesh(mesh)`. Alternatively, provide `Sharding`s "
+                    "to shardings and then the mesh context manager is not required.") from None
+        s = concrete_in_context(s)
         if not hasattr(s, "hlo_text"):
             raise TypeError(f"with_sharding_constraint expects shardings "
                             f"(minijax.sharding.NamedSharding), got {s!r}")
         spec = getattr(s, "spec", None)
-        ndim = len(get_aval(leaf).shape)
+        ndim = len(leaf.shape) if _is_extended(leaf) else len(get_aval(leaf).shape)
         if spec is not None and len(spec) > ndim:
             raise ValueError(f"with_sharding_constraint: {spec} has more entries than the "
                              f"{ndim} dimensions of the value")
+        if _is_extended(leaf):  # the key dimensions trail, unconstrained by the spec
+            dt = leaf.dtype
+            outs.append(dt.from_physical(
+                sharding_constraint_p.bind(dt.to_physical(leaf), sharding=s)))
+            continue
         outs.append(sharding_constraint_p.bind(leaf, sharding=s))
     return tree.unflatten(outs)
+
+
+def _is_extended(x) -> bool:
+    return isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType)
 
 
 # ---- transformation rules ----------------------------------------------------------------

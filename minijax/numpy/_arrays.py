@@ -33,6 +33,7 @@ from minijax.numpy._shape import (arange, atleast_2d, atleast_3d, concatenate,
 from minijax.numpy._sorting import argsort
 from minijax.numpy._ufuncs import clip, equal, isnan, logical_and, logical_or, where_
 from minijax.numpy._vectorize import vectorize
+from minijax.numpy._extended import keys_move
 
 
 def _array(name: str, x):
@@ -138,6 +139,7 @@ def matrix_transpose(x, /):
 
 # ---- rotation, rolling, resizing --------------------------------------------------------------
 
+@keys_move
 def rot90(m, k: int = 1, axes: tuple[int, int] = (0, 1)):
     """``m`` rotated by 90 degrees ``k`` times, from the first axis toward the second."""
     m = _array("rot90", m)
@@ -164,6 +166,7 @@ def _axis_tuple(axis) -> tuple:
     return (operator.index(axis),)
 
 
+@keys_move
 def roll(a, shift, axis=None):
     """``a`` with its elements shifted by ``shift`` along ``axis`` (of the flattened array if
     None), wrapping around. ``shift`` and ``axis`` broadcast against each other (each pair
@@ -202,6 +205,7 @@ def roll(a, shift, axis=None):
     return arr
 
 
+@keys_move
 def rollaxis(a, axis: int, start: int = 0):
     """``a`` with ``axis`` moved to before ``start`` (NumPy's older :func:`moveaxis`)."""
     a = _array("rollaxis", a)
@@ -617,10 +621,10 @@ def apply_over_axes(func, a, axes):
 def array_equal(a1, a2, equal_nan: bool = False):
     """Whether the arrays have the same shape and elements (NaNs equal if ``equal_nan``)."""
     a1, a2 = asarray(a1), asarray(a2)
-    if _shape(a1) != _shape(a2):
+    if tuple(a1.shape) != tuple(a2.shape):
         return lax.convert_element_type(np.asarray(False), dtypes.bool_)
     eq = equal(a1, a2)
-    if equal_nan:
+    if equal_nan and not isinstance(a1.dtype, dtypes.ExtendedDType):
         eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
     return all_(eq)
 
@@ -643,6 +647,7 @@ def broadcast_shapes(*shapes) -> tuple:
     return _broadcast_shapes(*[tuple(operator.index(d) for d in s) for s in shapes])
 
 
+@keys_move
 def copy(a, order=None):
     """A copy of ``a`` (as a minijax array)."""
     if isinstance(a, (list, tuple)):

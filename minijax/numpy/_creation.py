@@ -13,7 +13,9 @@ from minijax.core.aval import no_sharding_constraint
 
 
 def _canon(dtype, fun_name: str = "asarray"):
-    return None if dtype is None else dtypes.check_user_dtype(dtype, fun_name)
+    if dtype is None or isinstance(dtype, dtypes.ExtendedDType):
+        return dtype
+    return dtypes.check_user_dtype(dtype, fun_name)
 
 
 def place(out, device=None, out_sharding=None):
@@ -34,7 +36,10 @@ def place(out, device=None, out_sharding=None):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
-    """Convert to a minijax array (a no-op for arrays and tracers of the right dtype)."""
+    """Convert to a minijax array (a no-op for arrays and tracers of the right dtype,
+    unless ``copy=True``)."""
+    if copy:
+        return array(a, dtype=dtype, copy=True, device=device, out_sharding=out_sharding)
     return place(_asarray(a, dtype), device, out_sharding)
 
 
@@ -46,9 +51,18 @@ def _asarray(a, dtype):
         a = a.dimension_as_value()
     if isinstance(a, (Tracer, Array)):
         return a if dtype is None or a.dtype == dtype else lax.convert_element_type(a, dtype)
+    if hasattr(type(a), "__jax_array__"):  # an array-like object: its array, as jax
+        a = a.__jax_array__()
+    if isinstance(a, (Tracer, Array)):
+        return a if dtype is None or a.dtype == dtype else lax.convert_element_type(a, dtype)
+    if _is_extended(a):  # typed PRNG keys: the key array itself, as jax
+        if dtype is None or a.dtype == dtype:
+            return a
+        raise ValueError(f"Cannot convert_element_type from {a.dtype} to {dtype}")
     if isinstance(a, (list, tuple)):
         leaves = _leaves(a)
-        if any(isinstance(x, (Tracer, Array)) for x in leaves):
+        if any(isinstance(x, (Tracer, Array)) or _is_extended(x) or
+               hasattr(type(x), "__jax_array__") for x in leaves):
             return _stack_nested(a, dtype)
     if is_python_scalar(a) and dtype is None:
         return made_in_trace(device_put(a), a)
@@ -60,6 +74,10 @@ def _asarray(a, dtype):
     arr = np.asarray(arr, dtype=dtype)
     out = device_put(arr)
     return made_in_trace(out, arr.copy()) if not arr.ndim else out
+
+
+def _is_extended(a) -> bool:
+    return isinstance(getattr(a, "dtype", None), dtypes.ExtendedDType)
 
 
 def _leaves(a):
@@ -74,7 +92,11 @@ def _leaves(a):
 
 def _stack_nested(a, dtype):
     from minijax.numpy._promote import promote_dtypes
-    items = [(_stack_nested(x, None) if isinstance(x, (list, tuple)) else x) for x in a]
+    items = [(_stack_nested(x, None) if isinstance(x, (list, tuple)) else
+              x.__jax_array__() if hasattr(type(x), "__jax_array__") else x) for x in a]
+    if any(_is_extended(x) for x in items):  # typed keys join with stack's key rule
+        import minijax.numpy as jnp
+        return asarray(jnp.stack(items), dtype)
     items = promote_dtypes(*items) if len(items) > 1 else items
     items = [asarray(x) if not isinstance(x, Tracer) and not hasattr(x, "aval") else x
              for x in items]
@@ -93,9 +115,13 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
           device=None, out_sharding=None):
     out = asarray(object, dtype=dtype)
     if copy and out is object:  # an array (or tracer) already: a distinct one, as jax
-        out = lax.copy_p.bind(out)
+        if _is_extended(out):
+            out = out.dtype.from_physical(lax.copy_p.bind(out.dtype.to_physical(out)))
+        else:
+            out = lax.copy_p.bind(out)
     if ndmin > out.ndim:
-        out = lax.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+        shape = (1,) * (ndmin - out.ndim) + tuple(out.shape)
+        out = out.reshape(shape) if _is_extended(out) else lax.reshape(out, shape)
     return place(out, device, out_sharding)
 
 

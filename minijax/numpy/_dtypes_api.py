@@ -220,6 +220,8 @@ def _typed(x) -> tuple[np.dtype, bool]:
         return dtypes.python_scalar_dtype(x(0)), True
     if x is bool:
         return dtypes.bool_, False
+    if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType) and hasattr(x, "shape"):
+        return x.dtype, False  # a typed key array (a bare key dtype is refused, as jax)
     if is_python_scalar(x) or hasattr(x, "aval") or isinstance(x, (np.ndarray, np.generic)):
         return get_aval(x).dtype, get_aval(x).weak_type
     if hasattr(x, "shape") and isinstance(getattr(x, "dtype", None), np.dtype):

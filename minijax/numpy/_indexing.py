@@ -34,6 +34,7 @@ from minijax.lax.shape import canonicalize_axis
 from minijax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from minijax.numpy._creation import asarray
 from minijax.numpy._promote import broadcast_shapes, promote_dtypes
+from minijax.numpy._extended import keys_move
 
 _INDEX_DTYPE = dtypes.int32
 
@@ -717,6 +718,7 @@ def _index_array(fname: str, indices, error: type[Exception] = TypeError):
     return indices
 
 
+@keys_move
 def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
          unique_indices: bool = False, indices_are_sorted: bool = False, fill_value=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array if None).

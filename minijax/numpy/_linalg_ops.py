@@ -211,10 +211,7 @@ def _parse_einsum(subscripts: str, shapes: Sequence[tuple]) -> tuple[list[list[s
     if len(inputs) != len(shapes):
         raise ValueError(f"einsum: subscripts {subscripts!r} name {len(inputs)} operands but "
                          f"{len(shapes)} were given")
-    used = set(spec) - set(".,->")
-    for ch in used:
-        if not ch.isalpha():
-            raise ValueError(f"einsum: invalid subscript character {ch!r} in {subscripts!r}")
+    used = set(spec) - set(".,->")  # any other character is a label (digits too, as jax)
     # Names for the dims covered by '...': characters no subscript uses.
     spare = (chr(c) for c in range(0x100, 0x10000) if chr(c) not in used)
     n_ell = 0
@@ -290,9 +287,12 @@ def _sum_labels(x, labels: list[str], drop: set[str]):
 
 
 def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
-           preferred_element_type=None, out_sharding=None):
+           preferred_element_type=None, out_sharding=None, _dot_general=None):
     """Einstein summation: ``einsum('ij,jk->ik', a, b)``; supports ``...`` and the implicit
-    output form. ``optimize`` is ignored (operands are contracted left to right)."""
+    output form. ``optimize`` is ignored (operands are contracted left to right).
+    ``_dot_general`` (as jax's) replaces ``lax.dot_general`` for the contractions: it is
+    called as ``_dot_general(lhs, rhs, dimension_numbers, precision,
+    preferred_element_type=...)`` (and ``out_sharding=`` when one is asked for)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):
@@ -353,7 +353,11 @@ def einsum(subscripts: str, *operands, out=None, optimize=None, precision=None,
                 entries = spec_entries(s, len(out_labels))
                 dot_sharding = with_entries(s, [entries[out_labels.index(lab)]
                                                 for lab in new_labels])
-        x = lax.dot_general(x, y, dims, precision=precision, out_sharding=dot_sharding)
+        if _dot_general is None:
+            x = lax.dot_general(x, y, dims, precision=precision, out_sharding=dot_sharding)
+        else:
+            extra = {} if dot_sharding is None else {"out_sharding": dot_sharding}
+            x = _dot_general(x, y, dims, precision, preferred_element_type=dtype, **extra)
         labels = new_labels
     x, labels = _sum_labels(x, labels, set(labels) - set(out_labels))
     x = lax.transpose(x, [labels.index(lab) for lab in out_labels])

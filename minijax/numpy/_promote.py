@@ -13,7 +13,7 @@ from minijax.core.errors import IncompatibleShapesError
 from minijax.core.lru import MemoCache
 from minijax.core.primitives import broadcast_in_dim_p
 from minijax.core.shape_poly import DimExpr
-from minijax.core.trace import get_aval, is_python_scalar
+from minijax.core.trace import Tracer, get_aval, is_python_scalar
 
 
 def typed(x) -> tuple[np.dtype, bool]:
@@ -151,18 +151,48 @@ def _rank_promotion(fname: str, shapes, inputs) -> None:
 def promote_args(fname: str, *args):
     """Dtype promotion then broadcasting, for elementwise functions."""
     if len(args) == 1:
+        x = args[0]
+        if isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType):
+            return [x]
         return [ensure_array(check_args(fname, args)[0])]
     planned = _replay(_PROMOTE, fname, args)
     if planned is not None:
         return planned
+    if (ext := promote_extended(fname, args)) is not None:
+        return ext
     return broadcast_arrays(*promote_dtypes(*check_args(fname, args)), fname=fname, inputs=args)
+
+
+def promote_extended(fname: str, args):
+    """``args`` broadcast together when one has an extended dtype (typed PRNG keys), as
+    jax's ``promote_args``: operands of one extended dtype pass (the primitive decides
+    what it accepts), a mix with other dtypes is a TypeError. None when none has."""
+    found = [getattr(x, "dtype", None) for x in args]
+    if not any(isinstance(d, dtypes.ExtendedDType) for d in found):
+        return None
+    found = [d if isinstance(d, dtypes.ExtendedDType) else get_aval(x).dtype
+             for d, x in zip(found, args)]
+    if any(d != found[0] for d in found):
+        raise TypeError(f"{fname} does not accept dtypes {', '.join(map(str, found))}.")
+    dt = found[0]
+    shape = broadcast_shapes(*[tuple(x.shape) for x in args])
+    full = (*shape, *dt.element_shape)
+    out = []
+    for x in args:
+        w = dt.to_physical(x)
+        nd = get_aval(w).ndim
+        if tuple(get_aval(w).shape) != full:
+            x = dt.from_physical(lax.broadcast_in_dim(w, full, tuple(range(len(full) - nd,
+                                                                             len(full)))))
+        out.append(x)
+    return out
 
 
 def promote_args_inexact(fname: str, *args):
     if len(args) == 1:
         x = args[0]
         aval = getattr(x, "aval", None)
-        if aval is not None and dtypes.is_inexact(aval.dtype):
+        if aval is not None and dtypes.is_inexact(aval.dtype) and _plain(type(x)):
             return [x]
     planned = _replay(_INEXACT, fname, args)
     if planned is not None:
@@ -193,6 +223,18 @@ config.on_change(TRACE_KEY, lambda _value: _plans.clear())
 _SCALARS = (int, float, bool, complex)
 
 
+_PLAIN: dict[type, bool] = {}
+
+
+def _plain(tx: type) -> bool:
+    """Whether values of type ``tx`` are arrays themselves, not array-like objects that
+    convert with ``__jax_array__`` (flax's Variable forwards ``aval`` to its value)."""
+    ok = _PLAIN.get(tx)
+    if ok is None:
+        ok = _PLAIN[tx] = not hasattr(tx, "__jax_array__")
+    return ok
+
+
 def _replay(kind: int, fname: str, args: tuple):
     """``args`` promoted and broadcast by the plan for their types (made on first use);
     None when they are not all arrays, tracers and Python scalars."""
@@ -203,7 +245,7 @@ def _replay(kind: int, fname: str, args: tuple):
             key.append(tx)
             continue
         aval = getattr(x, "aval", None)
-        if aval is None or isinstance(x, (np.ndarray, np.generic)):
+        if aval is None or isinstance(x, (np.ndarray, np.generic)) or not _plain(tx):
             return None
         key.append(aval)
     key = tuple(key)
@@ -287,6 +329,8 @@ def check_args(fname: str, args):
             x = ensure_array(x)
         elif type(x) is DimExpr:
             x = x.dimension_as_value()
+        elif hasattr(type(x), "__jax_array__") and not isinstance(x, Tracer):
+            x = x.__jax_array__()  # an array-like object (flax's Variable), as jax
         out.append(x)
     return out
 

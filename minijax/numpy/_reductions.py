@@ -21,7 +21,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.shape_poly import DimExpr
-from minijax.core.trace import get_aval
+from minijax.core.trace import Tracer, get_aval
 from minijax.numpy._promote import check_arraylike, promote_dtypes_numeric
 from minijax.stages.eager import fused  # one jitted program when called eagerly
 
@@ -33,8 +33,11 @@ Axis = int | Sequence[int] | None
 
 def arraylike(name: str, x):
     """``x``, after ``check_arraylike`` and a TypeError for anything that is not an array or
-    a scalar (what get_aval refuses)."""
+    a scalar (what get_aval refuses); an object with ``__jax_array__`` (flax's Variable)
+    becomes its array, as in jax."""
     check_arraylike(name, x)
+    if hasattr(type(x), "__jax_array__") and not isinstance(x, (Tracer, DimExpr)):
+        x = x.__jax_array__()
     get_aval(x)
     return x
 

@@ -24,6 +24,9 @@ from minijax.numpy._creation import asarray, place
 from minijax.numpy._promote import (broadcast_shapes, broadcast_to_shape, check_arraylike,
                                    convert, promote_dtypes)
 from minijax.lax._util import check_out_sharding
+from minijax.numpy._extended import keys_move
+from minijax.runtime.array import Array as _ArrayType
+from minijax.runtime.sharding import SingleDeviceSharding as _SingleDeviceSharding
 
 
 def _result(x):
@@ -92,6 +95,7 @@ def _compute_newshape(shape: tuple, size: int, newshape) -> tuple:
     return newshape
 
 
+@keys_move
 def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None):
     """``a`` with a new ``shape`` (one entry may be -1); also ``x.reshape(2, 3)``."""
     check_out_sharding("reshape", out_sharding)
@@ -114,6 +118,7 @@ def reshape(a, shape=None, *args, order: str = "C", copy=None, out_sharding=None
     return _result(lax.reshape(a, new))
 
 
+@keys_move
 def ravel(a, order: str = "C", *, out_sharding=None):
     """``a`` flattened to one dimension."""
     check_out_sharding("ravel", out_sharding)
@@ -128,6 +133,7 @@ def flatten(a, order: str = "C"):
     return ravel(a, order)
 
 
+@keys_move
 def transpose(a, axes=None, *args):
     """Permute the axes of ``a`` (reversed when ``axes`` is None); also ``x.transpose(1, 0)``."""
     check_arraylike("transpose", a)
@@ -146,6 +152,7 @@ def permute_dims(a, axes):
     return transpose(a, axes)
 
 
+@keys_move
 def swapaxes(a, axis1: int, axis2: int):
     """``a`` with ``axis1`` and ``axis2`` exchanged."""
     check_arraylike("swapaxes", a)
@@ -159,6 +166,7 @@ def swapaxes(a, axis1: int, axis2: int):
     return _result(lax.transpose(a, perm))
 
 
+@keys_move
 def moveaxis(a, source, destination):
     """Move axes ``source`` of ``a`` to positions ``destination``."""
     check_arraylike("moveaxis", a)
@@ -176,12 +184,14 @@ def moveaxis(a, source, destination):
     return _result(lax.transpose(a, perm))
 
 
+@keys_move
 def expand_dims(a, axis):
     """Insert size-1 axes at ``axis`` (int or tuple; positions in the result)."""
     check_arraylike("expand_dims", a)
     return _result(lax.expand_dims(a, _axis_tuple(axis)))
 
 
+@keys_move
 def squeeze(a, axis=None):
     """Remove size-1 axes: all of them, or those in ``axis`` (which must have size 1)."""
     check_arraylike("squeeze", a)
@@ -198,6 +208,16 @@ def broadcast_to(array, shape, *, out_sharding=None):
     check_out_sharding("broadcast_to", out_sharding)
     check_arraylike("broadcast_to", array)
     shape = canonicalize_shape(shape, "shape of broadcast_to")
+    if isinstance(dt := getattr(array, "dtype", None), dtypes.ExtendedDType):
+        # typed keys: broadcast their words (the key dimensions trail)
+        words = dt.to_physical(array)
+        n = len(dt.element_shape)
+        if len(shape) < array.ndim or any(d not in (1, s) for d, s in
+                                          zip(array.shape, shape[len(shape) - array.ndim:])):
+            raise ValueError(f"Incompatible shapes for broadcasting: array of shape "
+                             f"{tuple(array.shape)} cannot be broadcast to requested shape "
+                             f"{shape}")
+        return dt.from_physical(broadcast_to(words, (*shape, *words.shape[len(words.shape) - n:])))
     aval = get_aval(array)
     if aval.shape == shape:
         return _result(array)
@@ -211,7 +231,8 @@ def broadcast_to(array, shape, *, out_sharding=None):
 def broadcast_arrays(*args) -> list:
     """The arguments broadcast against each other to one shape."""
     check_arraylike("broadcast_arrays", *args)
-    shape = broadcast_shapes(*(_shape(x) for x in args))
+    shape = broadcast_shapes(*(tuple(x.shape) if hasattr(x, "shape") else _shape(x)
+                               for x in args))
     return [broadcast_to(x, shape) for x in args]
 
 
@@ -335,16 +356,19 @@ def _split(fname: str, ary, indices_or_sections, axis: int) -> list:
     return [_result(lax.slice_in_dim(ary, lo, hi, 1, axis)) for lo, hi in pieces]
 
 
+@keys_move
 def split(ary, indices_or_sections, axis: int = 0) -> list:
     """Split into equal sections (an int) or at the given indices; returns a list."""
     return _split("split", ary, indices_or_sections, axis)
 
 
+@keys_move
 def array_split(ary, indices_or_sections, axis: int = 0) -> list:
     """Like ``split`` but an int number of sections need not divide the axis evenly."""
     return _split("array_split", ary, indices_or_sections, axis)
 
 
+@keys_move
 def tile(A, reps):
     """Repeat the whole array ``reps`` times along each axis."""
     check_arraylike("tile", A)
@@ -362,6 +386,7 @@ def tile(A, reps):
     return _result(lax.reshape(out, tuple(r * s for r, s in zip(reps, shape))))
 
 
+@keys_move
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
            out_sharding=None):
     """Repeat each element ``repeats`` times along ``axis`` (the flattened array if None).
@@ -446,6 +471,7 @@ def _repeat_traced(a, repeats, axis, total: int):
     return _getitem(a, (slice(None),) * axis + (idx,))
 
 
+@keys_move
 def flip(m, axis=None):
     """Reverse the order of elements along ``axis`` (all axes if None)."""
     check_arraylike("flip", m)
@@ -457,11 +483,13 @@ def flip(m, axis=None):
     return _result(lax.rev(m, dims))
 
 
+@keys_move
 def fliplr(m):
     """Reverse the order of columns (axis 1)."""
     return flip(m, 1)
 
 
+@keys_move
 def flipud(m):
     """Reverse the order of rows (axis 0)."""
     return flip(m, 0)
@@ -875,8 +903,25 @@ def triu(m, k: int = 0):
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
-    """An array like ``a`` (its shape and dtype unless given) filled with ``fill_value``."""
-    return place(_full_like(a, fill_value, dtype, shape), device, out_sharding)
+    """An array like ``a`` (its shape and dtype unless given) filled with ``fill_value``;
+    laid out as ``a`` is when ``a`` is an array sharded over several devices (and no
+    ``device``/``out_sharding`` is given), as jax's."""
+    return _place_like(_full_like(a, fill_value, dtype, shape), a, dtype, shape, device,
+                       out_sharding)
+
+
+def _place_like(out, a, dtype, shape, device, out_sharding):
+    """``out`` placed as asked, else (for an array ``a`` over several devices, of a strong
+    type unless ``dtype`` is given, and of ``out``'s shape unless ``a`` is replicated)
+    with ``a``'s sharding, as jax's ``full_like`` keeps it."""
+    if device is None and out_sharding is None and type(a) is _ArrayType:
+        sh = a.sharding
+        if (type(sh) is not _SingleDeviceSharding and not (dtype is None and a.weak_type)
+                and (shape is None or tuple(out.shape) == tuple(a.shape)
+                     or sh.is_fully_replicated)):
+            from minijax.runtime.transfer import device_put
+            return device_put(out, sh)
+    return place(out, device, out_sharding)
 
 
 def _full_like(a, fill_value, dtype, shape):
@@ -904,19 +949,20 @@ def _is_shape_dtype_like(a) -> bool:
             and hasattr(a, "shape") and isinstance(getattr(a, "dtype", None), np.dtype))
 
 
+@keys_move
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of ``a``."""
-    return place(_full_like(a, 0, dtype, shape), device, out_sharding)
+    return _place_like(_full_like(a, 0, dtype, shape), a, dtype, shape, device, out_sharding)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of ``a``."""
-    return place(_full_like(a, 1, dtype, shape), device, out_sharding)
+    return _place_like(_full_like(a, 1, dtype, shape), a, dtype, shape, device, out_sharding)
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None):
     """Like ``zeros_like`` (minijax arrays are always initialized)."""
-    return place(_full_like(a, 0, dtype, shape), device)
+    return _place_like(_full_like(a, 0, dtype, shape), a, dtype, shape, device, None)
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):

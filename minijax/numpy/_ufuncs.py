@@ -12,7 +12,7 @@ from minijax.core.trace import get_aval, is_python_scalar
 from minijax.numpy import _c99
 from minijax.numpy._promote import (check_args, promote_args, promote_args_inexact,
                                     promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
-                                    convert,
+                                    convert, promote_extended,
                                     result_type_of)
 # Called eagerly on device arrays, a @fused function is one cached, jitted program;
 # anywhere else it is a plain call (see minijax.stages.eager.Fused).
@@ -348,12 +348,27 @@ def _cmp(name, fn):
     ordered = fn not in (lax.eq, lax.ne)
 
     def f(x, y, /):
+        if (isinstance(getattr(x, "dtype", None), dtypes.ExtendedDType)
+                or isinstance(getattr(y, "dtype", None), dtypes.ExtendedDType)):
+            return _compare_extended(name, fn, ordered, x, y)
         x, y = promote_args(name, x, y)
         if ordered and dtypes.is_complex(_dtype(x)):
             return _lexicographic(fn, x, y)
         return fn(x, y)
     f.__name__ = name
     return fused(f)
+
+
+def _compare_extended(name, fn, ordered: bool, x, y):
+    """A comparison with an operand of an extended dtype (typed PRNG keys), as jax:
+    both operands must have that dtype; ``equal``/``not_equal`` broadcast and compare
+    whole elements, the ordered comparisons refuse."""
+    x, y = promote_extended(name, (x, y))
+    if ordered:
+        raise TypeError(f"{fn.__name__} does not accept dtype {x.dtype} at position 0. "
+                        f"Accepted dtypes at position 0 are subtypes of integer, floating, "
+                        f"bool.")
+    return fn(x, y)
 
 
 equal = _cmp("equal", lax.eq)

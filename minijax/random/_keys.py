@@ -238,6 +238,28 @@ class PRNGKeyArray:
             self._base.block_until_ready()
         return self
 
+    # -- comparisons: ``==`` and ``!=`` compare whole keys (jnp.equal), the ordered ones
+    # refuse (as jax's key arrays)
+    def _compare(name):  # noqa: N805
+        def method(self, other):
+            if not isinstance(other, PRNGKeyArray) and not _is_arraylike(other):
+                if type(other) in (dict, list, set, tuple):
+                    raise TypeError(f"unsupported operand type(s) for ==: "
+                                    f"{type(self).__name__!r} and {type(other).__name__!r}")
+                return NotImplemented
+            import minijax.numpy as jnp
+            return getattr(jnp, name)(self, other)
+        method.__name__ = f"__{name}__"
+        return method
+
+    __eq__ = _compare("equal")
+    __ne__ = _compare("not_equal")
+    __lt__ = _compare("less")
+    __le__ = _compare("less_equal")
+    __gt__ = _compare("greater")
+    __ge__ = _compare("greater_equal")
+    del _compare
+
     # -- what keys refuse
     def __array__(self, dtype=None, copy=None):
         raise TypeError("minijax array with PRNGKey dtype cannot be converted to a NumPy array."

@@ -20,5 +20,12 @@ SequenceKey = _jax.pytree.SequenceKey
 DictKey = _jax.pytree.DictKey
 GetAttrKey = _jax.pytree.GetAttrKey
 FlattenedIndexKey = _jax.pytree.FlattenedIndexKey
-treedef_tuple = _jax.pytree.treedef_tuple
+
+
+def treedef_tuple(treedefs) -> PyTreeDef:
+    """The treedef of a tuple of the structures ``treedefs`` (an iterable), over the
+    public registry, as jax's ``tree_util.treedef_tuple``."""
+    return _jax.pytree.treedef_tuple(registry, list(treedefs))
+
+
 all_leaves = _jax.pytree.all_leaves

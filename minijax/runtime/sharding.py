@@ -435,8 +435,8 @@ def named_from_spec(spec: Any, what: str, error: type = ValueError) -> Any:
     return NamedSharding(m, spec)
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
-              axis_types: Sequence[AxisType] | None = None, devices: Sequence | None = None
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
+              axis_types: Sequence[AxisType] | None = None, *, devices: Sequence | None = None
               ) -> Mesh:
     """A mesh of ``axis_shapes`` over the first ``prod(axis_shapes)`` of ``devices`` (all
     devices if None), in device order; ValueError if there are fewer (as jax).
@@ -666,6 +666,18 @@ def _resolve_out_sharding(what: str, out_sharding: Any) -> NamedSharding:
 
 
 _srules._resolver[0] = _resolve_out_sharding
+_srules._spec_type[0] = PartitionSpec
+
+
+def _concrete_in_context(s: Any) -> Any:
+    if isinstance(s, NamedSharding) and isinstance(s.mesh, AbstractMesh):
+        m = current_mesh()
+        if m is not None and m.abstract_mesh.shape_tuple == s.mesh.shape_tuple:
+            return NamedSharding(m, s.spec, memory_kind=s.memory_kind)
+    return s
+
+
+_srules._concretizer[0] = _concrete_in_context
 
 
 class NamedSharding(Sharding):
@@ -735,6 +747,15 @@ class NamedSharding(Sharding):
 
     def with_memory_kind(self, kind: str) -> NamedSharding:
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
+
+    def update(self, **kwargs) -> NamedSharding:
+        """A copy with ``mesh``, ``spec`` (a PartitionSpec or a sequence of entries) or
+        ``memory_kind`` replaced, as jax's ``NamedSharding.update``."""
+        spec = kwargs.pop("spec", self.spec)
+        if not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec)
+        return NamedSharding(kwargs.pop("mesh", self.mesh), spec,
+                             memory_kind=kwargs.pop("memory_kind", self.memory_kind))
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -880,6 +901,7 @@ for _name, _member in {
         "hlo_text": _sds_hlo_text,
         "memory_kind": property(lambda self: self._memory_kind),
         "with_memory_kind": _sds_with_memory_kind,
+        "is_equivalent_to": Sharding.is_equivalent_to,
 }.items():
     if not hasattr(SingleDeviceSharding, _name):
         setattr(SingleDeviceSharding, _name, _member)
@@ -948,6 +970,9 @@ def sharding_from_hlo(hlo: xla_client.HloSharding, devices: Sequence, ndim: int,
                 return c
             if c.mesh not in meshes and c.mesh._flat_devices == devices:
                 meshes.append(c.mesh)
+    ctx = current_mesh()  # the mesh in context, when the call ran over its devices
+    if ctx is not None and ctx not in meshes and ctx._flat_devices == devices:
+        meshes.append(ctx)
     for mesh in meshes:
         if hlo.is_replicated():
             return NamedSharding(mesh, PartitionSpec())

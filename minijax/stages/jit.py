@@ -585,8 +585,10 @@ class Wrapped(DispatchBase):
             outs = _prefix_to_leaves(out_spec, entry.out_tree.unflatten(range(n)),
                                      "out_shardings", self._name)
         placement = placement_of(leaves, ins, outs)
-        if placement is None:
-            return call_device(leaves)
+        if placement is None:  # nothing placed: a shard_map (or a constraint) inside may be
+            device = call_device(leaves)
+            return device if isinstance(device, Placement) else \
+                mesh_placement(entry.closed, leaves, device)
         return placement
 
     # -- AOT API
@@ -690,10 +692,14 @@ def _placed(name: str, wanted, found):
 
 def _check_shardings(spec: Any, what: str) -> Any:
     """``spec`` unless something in it is neither a sharding, None nor a container."""
-    from minijax.runtime.sharding import check_device_memory, is_sharding
-    leaves = [spec] if is_sharding(spec) or spec is None else tree_flatten(
-        spec, is_leaf=lambda x: x is None or is_sharding(x))[0]
+    from minijax.runtime.sharding import PartitionSpec, check_device_memory, is_sharding
+
+    def leaf(x):  # a PartitionSpec is over the mesh in context at call time, as jax
+        return x is None or is_sharding(x) or isinstance(x, PartitionSpec)
+    leaves = [spec] if leaf(spec) else tree_flatten(spec, is_leaf=leaf)[0]
     for s in leaves:
+        if isinstance(s, PartitionSpec):
+            continue
         if s is not None and not is_sharding(s):
             raise TypeError(f"jit {what} must be shardings (NamedSharding, "
                             f"SingleDeviceSharding), None, or pytrees of them; got {s!r}")
@@ -704,18 +710,29 @@ def _check_shardings(spec: Any, what: str) -> Any:
 def _prefix_to_leaves(prefix: Any, structure: Any, what: str, name: str) -> list:
     """One sharding (or None) per leaf of ``structure`` (the arguments' or results' tree,
     with placeholder leaves), of which ``prefix`` is a pytree prefix."""
-    from minijax.runtime.sharding import is_sharding
+    from minijax.runtime.sharding import PartitionSpec, is_sharding
     if what == "in_shardings" and isinstance(prefix, list):
         prefix = tuple(prefix)
     if what == "in_shardings" and isinstance(prefix, tuple) and len(prefix) != len(structure):
         raise ValueError(f"jit({name}) in_shardings has {len(prefix)} entries but the "
                          f"function was called with {len(structure)} positional arguments")
     try:
-        out = broadcast_prefix(prefix, structure, lambda p: p is None or is_sharding(p))
+        out = broadcast_prefix(prefix, structure, lambda p: p is None or is_sharding(p) or
+                               isinstance(p, PartitionSpec))
     except PrefixMismatchError as e:
         raise ValueError(f"jit({name}) {what}{e.where}: {e.prefix!r} is not a pytree prefix "
                          f"of the {'arguments' if what == 'in_shardings' else 'outputs'} "
                          f"(structure {e.full!r})") from None
+    if any(isinstance(s, PartitionSpec) for s in out):
+        from minijax.runtime.sharding import NamedSharding, current_mesh
+        mesh = current_mesh()
+        if mesh is None:
+            raise RuntimeError(
+                f"jit requires a non-empty mesh in context if you are passing "
+                f"`PartitionSpec`s to {what}. You can define a context mesh via "
+                f"`minijax.set_mesh(mesh)`. Alternatively, provide `Sharding`s to {what} "
+                f"and then the mesh context manager is not required.")
+        out = [NamedSharding(mesh, s) if isinstance(s, PartitionSpec) else s for s in out]
     return out
 
 

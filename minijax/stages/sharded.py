@@ -205,7 +205,36 @@ def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Seq
 
 
 def _sharding_constraint_impl(x, *, sharding):
-    return device_put(x, sharding)  # eagerly: move the array there
+    """Eagerly: move the array there. A sharding over an abstract mesh (flax makes them
+    from ``get_abstract_mesh()``) takes the devices of the input's mesh, as jax, or else
+    of the concrete mesh in context with that shape (minijax's eager results under
+    ``set_mesh`` are single-device arrays, where jax's would be over that mesh)."""
+    if isinstance(sharding, _sharding.NamedSharding) and \
+            isinstance(sharding.mesh, _sharding.AbstractMesh):
+        sharding = _concrete_named(x, sharding)
+    return device_put(x, sharding)
+
+
+def _concrete_named(x, sharding):
+    shape = sharding.mesh.shape_tuple
+    have = getattr(x, "sharding", None)
+    mesh = None
+    if isinstance(have, _sharding.NamedSharding) and \
+            not isinstance(have.mesh, _sharding.AbstractMesh):
+        if have.mesh.abstract_mesh.shape_tuple != shape:
+            raise ValueError(f"Mesh shape of the input {have.mesh.abstract_mesh.shape_tuple} "
+                             f"does not match the mesh shape of the target sharding {shape}")
+        mesh = have.mesh
+    else:
+        ctx = _sharding.current_mesh()
+        if ctx is not None and ctx.abstract_mesh.shape_tuple == shape:
+            mesh = ctx
+    if mesh is None:
+        raise TypeError(f"The sharding on the input must be a `NamedSharding` since the "
+                        f"target sharding has an `AbstractMesh` in it (and no mesh of that "
+                        f"shape is in context). Got sharding {have} for shape "
+                        f"{tuple(x.shape)}")
+    return _sharding.NamedSharding(mesh, sharding.spec, memory_kind=sharding.memory_kind)
 
 
 sharding_constraint_p.def_impl(_sharding_constraint_impl)
@@ -235,18 +264,40 @@ shard_map_p.def_impl(_shard_map_impl)
 _meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Jaxpr -> mesh or None
 
 
+def _eqn_mesh(eqn) -> Any:
+    """The concrete mesh a top-level equation lays values out over: a ``shard_map``'s,
+    or a sharding constraint's over a mesh of devices (as jax partitions the call over
+    it); else None."""
+    if eqn.primitive is shard_map_p:
+        return eqn.params["mesh"]
+    if eqn.primitive is sharding_constraint_p:
+        mesh = getattr(eqn.params["sharding"], "mesh", None)
+        if isinstance(mesh, _sharding.Mesh) and mesh.size > 1:
+            return mesh
+        return None
+    if eqn.primitive.name == "jit":  # a nested jit is inlined: its constraints count
+        inner = eqn.params.get("jaxpr")
+        inner = getattr(inner, "jaxpr", inner)
+        for e in getattr(inner, "eqns", ()):
+            if e.primitive is not shard_map_p and (m := _eqn_mesh(e)) is not None:
+                return m
+    return None
+
+
 def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
-    """``device`` (a device or None), or, when ``closed`` calls ``shard_map`` at top level
-    and no argument is sharded, the placement replicating every argument over its mesh."""
+    """``device`` (a device or None), or, when ``closed`` calls ``shard_map`` or
+    constrains a value's sharding over a mesh at top level and no argument is sharded,
+    the placement replicating every argument over that mesh."""
     jaxpr = closed.jaxpr
     mesh = _meshes.get(jaxpr, False)
     if mesh is False:
-        mesh = next((e.params["mesh"] for e in jaxpr.eqns if e.primitive is shard_map_p),
-                    None)
+        mesh = next((m for m in map(_eqn_mesh, jaxpr.eqns) if m is not None), None)
         _meshes[jaxpr] = mesh
     if mesh is None:
         return device
     rep = _sharding.NamedSharding(mesh, _sharding.PartitionSpec())
+    if not args:  # nothing to replicate: the call still runs over the mesh's devices
+        return Placement(tuple(mesh._flat_devices), (), None)
     return placement_of(args, [rep] * len(args))
 
 

@@ -168,3 +168,44 @@ def test_product_errors():
         jnp.tensordot(np.ones(3), np.ones(3), 2)
     with pytest.raises(TypeError, match=r"matmul requires ndarray or scalar arguments"):
         jnp.matmul([1.0, 2.0], np.ones(2))
+
+
+# ---- einsum: jax's private _dot_general hook, and labels that are not letters -----------------
+
+def _einsum_with_hook(np_, lax_, a, b, spec):
+    calls = []
+
+    def dg(lhs, rhs, dims, precision=None, preferred_element_type=None, **kw):
+        calls.append((str(preferred_element_type), sorted(kw)))
+        return 2 * lax_.dot_general(lhs, rhs, dims, precision=precision,
+                                    preferred_element_type=preferred_element_type)
+    return np_.einsum(spec, a, b, _dot_general=dg), calls
+
+
+@pytest.mark.parametrize("spec", ["bij,bjk->bik", "ij,jk", "...qk,...kd->...qd"])
+def test_einsum_dot_general_hook_like_jax(spec):
+    import jax
+    import jax.numpy as jjnp
+    rng = np.random.RandomState(0)
+    a = rng.rand(2, 3, 4).astype(np.float32)
+    b = rng.rand(2, 4, 5).astype(np.float32)
+    if spec == "ij,jk":
+        a, b = a[0], b[0]
+    got, got_calls = _einsum_with_hook(jnp, minijax.lax, a, b, spec)
+    want, want_calls = _einsum_with_hook(jjnp, jax.lax, a, b, spec)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    assert got_calls == want_calls
+
+
+@pytest.mark.parametrize("spec", ["...hgqk,...kh1d->...qhgd", "i#,#k->ik", "i1,1k"])
+def test_einsum_non_letter_labels_like_jax(spec):
+    import jax.numpy as jjnp
+    rng = np.random.RandomState(1)
+    if spec.startswith("..."):
+        a, b = rng.rand(2, 3, 4, 5, 6), rng.rand(2, 6, 3, 1, 7)
+    else:
+        a, b = rng.rand(2, 3), rng.rand(3, 4)
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    got, want = jnp.einsum(spec, a, b), jjnp.einsum(spec, a, b)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5)

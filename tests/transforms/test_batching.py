@@ -55,8 +55,23 @@ def test_unbatched_output_is_broadcast_and_out_axes_none():
     assert out.shape == (3, 4)
     out = minijax.vmap(lambda a, b: (a, b * 2), in_axes=(0, None), out_axes=(0, None))(A, B)
     assert out[1].shape == (4,)
-    with pytest.raises(ValueError, match="out_axes is None"):
+    with pytest.raises(ValueError, match="got axis spec None but output was batched"):
         minijax.vmap(lambda a: a, out_axes=None)(A)
+
+
+@pytest.mark.parametrize("case", [
+    (lambda x: (x, {"a": x * 2}), (0, {"a": None})),
+    (lambda x: x.T, None),
+    (lambda x: [x], [None]),
+])
+def test_out_axes_none_for_batched_output_message_like_jax(case):
+    import jax
+    f, oa = case
+    with pytest.raises(ValueError) as want:
+        jax.vmap(f, out_axes=oa)(np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError) as got:
+        minijax.vmap(f, out_axes=oa)(np.ones((3, 2), np.float32))
+    assert str(got.value) == str(want.value)
 
 
 def test_axis_size_and_kwargs():

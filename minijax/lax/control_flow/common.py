@@ -133,6 +133,7 @@ class _Plan(NamedTuple):
     consts: list
     out_tree: Any
     promote: tuple = ()   # per carry leaf: dtype to convert the initial value to, or None
+    forward: tuple = ()   # per output: the operand it is in every branch (cond), or None
 
 
 _CACHE: OrderedDict = OrderedDict()

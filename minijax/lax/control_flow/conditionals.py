@@ -158,11 +158,42 @@ def _cond_bind_plain(api: str, index, branches: tuple, labels: tuple, order: tup
         # A weak output type gives way to a strong one in another branch.
         weak = [all(ws) for ws in zip(*[[a.weak_type for a in t.out_avals()] for t in traced])]
         jaxprs, consts = _merge_consts(traced, weak, order)
-        return _Plan({"branches": tuple(jaxprs)}, consts, traced[first].trees[0])
+        jaxprs, forward = _forward_operands(jaxprs)
+        return _Plan({"branches": tuple(jaxprs)}, consts, traced[first].trees[0],
+                     forward=forward)
 
     plan = _cached(api, branches, (tree, avals), build)
     outs = cond_p.bind(index, *plan.consts, *leaves, **plan.params)
+    if plan.forward:
+        ins, it = [*plan.consts, *leaves], iter(outs)
+        outs = [next(it) if f is None else ins[f] for f in plan.forward]
     return plan.out_tree.unflatten(outs)
+
+
+def _forward_operands(jaxprs: list) -> tuple[list, tuple]:
+    """Outputs that every branch returns as the same operand, unchanged, are that operand
+    and not outputs of the cond (as jax forwards them): under vmap with a batched
+    predicate an unbatched operand passed through stays unbatched. ``(branches without
+    those outputs, per output its operand index or None)``; ``()`` when there are none."""
+    n_out = len(jaxprs[0].jaxpr.outvars)
+    forward = []
+    for k in range(n_out):
+        found = set()
+        for cj in jaxprs:
+            v = cj.jaxpr.outvars[k]
+            idx = next((i for i, iv in enumerate(cj.jaxpr.invars) if iv is v), None) \
+                if type(v) is Var else None
+            found.add(idx)
+        forward.append(found.pop() if len(found) == 1 and None not in found else None)
+    if all(f is None for f in forward):
+        return jaxprs, ()
+    kept = []
+    for cj in jaxprs:
+        j = cj.jaxpr
+        kept.append(ClosedJaxpr(Jaxpr(j.constvars, j.invars,
+                                      [v for v, f in zip(j.outvars, forward) if f is None],
+                                      j.eqns, j.debug_info), cj.consts))
+    return kept, tuple(forward)
 
 
 def _merge_consts(traced: list[_Traced], weak: Sequence[bool],
