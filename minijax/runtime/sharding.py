@@ -41,6 +41,7 @@ from minijax.core import sharding_rules as _srules
 from minijax.runtime.memory_kinds import (canonical_memory_kind,  # noqa: F401
                                            check_device_memory)
 from minijax.runtime import backend as _backend
+from minijax.runtime.single_device_sharding import SingleDeviceSharding
 
 
 class IndivisibleError(ValueError):
@@ -219,6 +220,10 @@ class Sharding:
 
     def _is_replicated_for(self, ndim: int) -> bool:
         return self._to_xla_hlo_sharding(ndim).is_replicated()
+
+
+if not hasattr(SingleDeviceSharding, "is_equivalent_to"):
+    SingleDeviceSharding.is_equivalent_to = Sharding.is_equivalent_to
 
 
 def _is_local(device) -> bool:
@@ -861,53 +866,6 @@ class HloShardingOnDevices(Sharding):
 
     def __repr__(self) -> str:
         return f"HloShardingOnDevices({self._hlo}, devices={[d.id for d in self._devices]})"
-
-
-# ---- jaxlib's SingleDeviceSharding, with the same queries ------------------------------
-
-SingleDeviceSharding = _jax.SingleDeviceSharding
-
-
-def _sds_indices_map(self, global_shape):
-    return {self._device: tuple(slice(None) for _ in global_shape)}
-
-
-def _sds_shard_shape(self, global_shape):
-    return tuple(global_shape)
-
-
-def _sds_hlo_text(self, ndim):
-    return "{replicated}"
-
-
-def _sds_with_memory_kind(self, kind):
-    return SingleDeviceSharding(self._device, memory_kind=kind)
-
-
-def _sds_eq(self, other):
-    return self is other or (type(other) is SingleDeviceSharding and
-                             self._device == other._device and
-                             self._memory_kind == other._memory_kind)
-
-
-def _sds_hash(self):
-    return hash((self._device, self._memory_kind))
-
-
-for _name, _member in {
-        "devices_indices_map": _sds_indices_map,
-        "addressable_devices_indices_map": _sds_indices_map,
-        "shard_shape": _sds_shard_shape,
-        "hlo_text": _sds_hlo_text,
-        "memory_kind": property(lambda self: self._memory_kind),
-        "with_memory_kind": _sds_with_memory_kind,
-        "is_equivalent_to": Sharding.is_equivalent_to,
-}.items():
-    if not hasattr(SingleDeviceSharding, _name):
-        setattr(SingleDeviceSharding, _name, _member)
-if "__eq__" not in SingleDeviceSharding.__dict__:  # identity otherwise (jax adds its own)
-    SingleDeviceSharding.__eq__ = _sds_eq
-    SingleDeviceSharding.__hash__ = _sds_hash
 
 
 # ---- slices per device from an HloSharding ---------------------------------------------
