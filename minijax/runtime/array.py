@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax
 
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, mem_kind_to_space
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharding as _sharding
 from minijax.runtime._native import speedups
@@ -423,12 +423,16 @@ def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
         if a is None:
             a = _interned_elsewhere.setdefault(
                 key, ShapedArray(aval.shape, aval.dtype, aval.weak_type,
-                                 _sharding.aval_sharding(device, len(aval.shape))))
+                                 _sharding.aval_sharding(device, len(aval.shape)),
+                                 mem_kind_to_space(getattr(device, "memory_kind", None))))
             if isinstance(device, _sharding.Sharding):
                 _sharding_of_aval[id(a)] = device
         return a
     a = _interned.get(aval)
     if a is None:
+        if aval._memory_space is not None:  # in the device's own memory there
+            return intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type,
+                                           aval._sharding))
         a = _interned.setdefault(aval, aval)
     return a
 

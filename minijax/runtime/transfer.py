@@ -270,10 +270,11 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
     if device is not None and not isinstance(device, _backend.Device):
         if isinstance(device, _sharding.PartitionSpec):  # over the mesh set_mesh set
             device = _sharding.named_from_spec(device, "device_put")
-        _sharding.check_device_memory(device, "device_put")
         if isinstance(device, _sharding.Sharding):
             return put_sharded(x, device)
         if isinstance(device, _jax.SingleDeviceSharding):
+            if device.memory_kind != "device":  # pinned_host, unpinned_host
+                return put_in_memory(x, device)
             device = device._device
     t = type(x)
     if t is Array:
@@ -316,6 +317,25 @@ def _host_value(x: Any) -> tuple[np.ndarray, bool]:
                         f"minijax array value: {x!r}")
     cdt = _canonical(value.dtype, config.enable_x64)
     return (value if value.dtype == cdt else value.astype(cdt)), False
+
+
+def put_in_memory(x: Any, sharding: Any) -> Array:
+    """``x`` on the device of the ``SingleDeviceSharding`` ``sharding``, in the memory it
+    names (``pinned_host``, ``unpinned_host``: ``device.addressable_memories()``); an
+    Array already there is returned as it is."""
+    device = sharding._device
+    src = x if type(x) is Array else device_put(x, device)
+    src._check_alive()
+    if _sharding_of_aval.get(id(src.aval)) is not None:  # sharded: gathered first
+        src = _copy_array(src, device)
+    have = src._buf._sharding
+    if have == sharding:
+        return src
+    aval = src.aval
+    buf = _batched_device_put(aval, sharding, [src._buf], [device], True, True, _COPY,
+                              config.enable_x64)
+    return _wrap(buf, intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type),
+                                  sharding))
 
 
 def put_sharded(x: Any, sharding: Any) -> Array:
@@ -385,7 +405,8 @@ def _copy_array(x: Array, device, force: bool = False) -> Array:
     with _Locked(x):  # a delete() in another thread waits for the copy
         if buf.is_deleted():
             raise RuntimeError(x._deleted_message())
-        if buf._sharding._device == device and not force:
+        if buf._sharding._device == device and not force and \
+                buf._sharding.memory_kind == "device":
             return x
         try:
             out = _batched_device_put(x.aval, s, [buf], [device], True, True, _COPY,
@@ -556,7 +577,6 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
                 "`minijax.device_put` only accepts `None`, `minijax.sharding.Sharding`, "
                 "`minijax.Device`, `minijax.sharding.PartitionSpec` or a pytree of these "
                 f"values. Received invalid value: {d!r}")
-        _sharding.check_device_memory(d, "device_put")
     out = []
     for leaf, d, dn, m in zip(leaves, targets, donates, aliases):
         if m and dn:
