@@ -26,6 +26,7 @@ from jaxlib import _jax
 from minijax.core.aval import ShapedArray, mem_kind_to_space
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharding as _sharding
+from minijax.runtime.memory_kinds import memory_of_aval
 from minijax.runtime._native import speedups
 
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
@@ -417,6 +418,11 @@ def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
     """The canonical, immortal object equal to ``aval`` for arrays on ``device``
     (the default device if None), or laid out as ``device`` when it is a multi-device
     sharding (``minijax.sharding.NamedSharding``...)."""
+    if aval._memory_space is not None:  # the placement says where it is
+        aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval._sharding)
+    if type(device) is _jax.SingleDeviceSharding:  # in a memory of one device
+        if device.memory_kind == "device":
+            device = device._device
     if device is not None and device != _backend.get_backend().default_device:
         key = (aval, device)
         a = _interned_elsewhere.get(key)
@@ -427,12 +433,12 @@ def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
                                  mem_kind_to_space(getattr(device, "memory_kind", None))))
             if isinstance(device, _sharding.Sharding):
                 _sharding_of_aval[id(a)] = device
+            elif type(device) is _jax.SingleDeviceSharding and \
+                    device.memory_kind != "device":
+                memory_of_aval[id(a)] = device
         return a
     a = _interned.get(aval)
     if a is None:
-        if aval._memory_space is not None:  # in the device's own memory there
-            return intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type,
-                                           aval._sharding))
         a = _interned.setdefault(aval, aval)
     return a
 

@@ -690,14 +690,13 @@ def _placed(name: str, wanted, found):
 
 def _check_shardings(spec: Any, what: str) -> Any:
     """``spec`` unless something in it is neither a sharding, None nor a container."""
-    from minijax.runtime.sharding import check_device_memory, is_sharding
+    from minijax.runtime.sharding import is_sharding
     leaves = [spec] if is_sharding(spec) or spec is None else tree_flatten(
         spec, is_leaf=lambda x: x is None or is_sharding(x))[0]
     for s in leaves:
         if s is not None and not is_sharding(s):
             raise TypeError(f"jit {what} must be shardings (NamedSharding, "
                             f"SingleDeviceSharding), None, or pytrees of them; got {s!r}")
-        check_device_memory(s, f"jit {what}")
     return spec
 
 

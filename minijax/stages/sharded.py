@@ -20,13 +20,14 @@ from typing import Any
 
 import weakref
 
-from minijax.core.aval import ShapeDtypeStruct
+from minijax.core.aval import ShapeDtypeStruct, mem_space_to_kind
 from minijax.lax.shard_map import shard_map_p
 from minijax.lax.sharding import sharding_constraint_p
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, _sharding_of_aval, intern_aval
-from minijax.runtime.backend import default_device
-from minijax.runtime.sharding import Placement
+from minijax.runtime.backend import default_device, sharding_for
+from minijax.runtime.memory_kinds import memory_of_aval
+from minijax.runtime.sharding import Placement, SingleDeviceSharding
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import call_device, sharding_mismatch
 from minijax.config import config
@@ -41,6 +42,104 @@ def _is_single(s: Any) -> bool:
     return not isinstance(s, _sharding.Sharding)
 
 
+# ---- memory kinds: a call on one device with values in host memory -----------------------
+
+def _in_memory(s: Any) -> bool:
+    """Whether ``s`` is a ``SingleDeviceSharding`` in memory other than the device's."""
+    return type(s) is SingleDeviceSharding and s.memory_kind != "device"
+
+
+def array_memory(x: Any) -> Any:
+    """The ``SingleDeviceSharding`` of a single-device Array (its memory kind
+    included), None for other values."""
+    if type(x) is Array:
+        s = memory_of_aval.get(id(x.aval))
+        if s is not None:
+            return s
+        if _sharding_of_aval.get(id(x.aval)) is None:
+            return sharding_for(x.device)
+    elif type(x) is ShapeDtypeStruct and type(x.sharding) is SingleDeviceSharding:
+        return x.sharding
+    return None
+
+
+def memory_placement(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
+                     out_shardings: Sequence[Any] | None = None) -> Placement | None:
+    """The placement of a single-device call whose arguments or results (``in_shardings``,
+    ``out_shardings``: per leaf, a requested sharding or None) are in memory other than
+    the device's (``pinned_host``, ``unpinned_host``), else None: one device, with a
+    ``SingleDeviceSharding`` per argument (its memory kind) and per requested result.
+
+    Raises ``ValueError`` as jax does when an argument is in another memory than its
+    ``in_shardings`` entry names."""
+    given = [*(in_shardings or ()), *(out_shardings or ())]
+    if any(isinstance(s, _sharding.Sharding) for s in given):
+        return None  # over a mesh: the sharded path
+    found = [array_memory(x) for x in args]
+    if not any(_in_memory(s) for s in (*found, *given)):
+        return None
+    if any(type(x) is Array and _sharding_of_aval.get(id(x.aval)) is not None for x in args):
+        return None
+    device = next((s._device for s in (*found, *given) if _in_memory(s)), None)
+    chosen = []
+    for i, x in enumerate(args):
+        want = in_shardings[i] if in_shardings is not None else None
+        have = found[i]
+        if want is not None:
+            if have is not None and type(x) is Array and have.memory_kind != want.memory_kind:
+                raise ValueError(
+                    "Memory kinds passed to jax.jit does not match memory kind on the "
+                    f"respective arg. Got jit memory kind: {want.memory_kind}, arg memory "
+                    f"kind: {have.memory_kind} for arg type: {x.aval.str_short()}")
+            have = want
+        if have is None or have._device != device:
+            have = sharding_for(device)
+        chosen.append(have)
+    outs = None
+    if out_shardings is not None:
+        outs = tuple(s if s is None or s._device == device else
+                     _single_err(s) for s in out_shardings)
+    return Placement((device,), chosen, outs)
+
+
+def is_memory_placement(placement: Any) -> bool:
+    """Whether ``placement`` is a single-device one of ``memory_placement``."""
+    return isinstance(placement, Placement) and all(
+        s is None or type(s) is SingleDeviceSharding
+        for s in (*placement.in_shardings, *(placement.out_shardings or ())))
+
+
+def _memory_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                  arg_attrs: Sequence[str] | None) -> dict:
+    """``sharding_attrs`` of a ``memory_placement``, as jax writes them: a parameter in
+    host memory gets ``mhlo.memory_kind`` and its (replicated) ``sdy.sharding``; each
+    result ``mhlo.memory_kind``, that of its requested sharding (then marked with
+    ``annotate_device_placement``, with its ``sdy.sharding``) or the memory of its type
+    (``pinned_host`` for ``MemorySpace.Host``)."""
+    sdy = _sdy.Meshes(placement.devices)
+    empty = _sharding.AbstractMesh((), ())
+
+    def attr(kind, ndim):
+        return (f"mhlo.memory_kind = {string_attr(kind)}, "
+                f"sdy.sharding = #sdy.sharding{sdy.replicated(empty, ndim)}")
+    args = []
+    for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
+        base = arg_attrs[i] if arg_attrs else ""
+        text = attr(s.memory_kind, len(a.shape)) if _in_memory(s) else ""
+        args.append(", ".join(t for t in (base, text) if t))
+    outs = placement.out_shardings or (None,) * len(out_avals)
+    results, placed = [], []
+    for a, s in zip(out_avals, outs):
+        if s is None:
+            results.append(f"mhlo.memory_kind = {string_attr(mem_space_to_kind(a.memory_space))}")
+            placed.append(None)
+        else:
+            results.append(attr(s.memory_kind, len(a.shape)))
+            placed.append(s.memory_kind)
+    return {"arg_attrs": args, "result_attrs": results, "num_partitions": 1, "sdy": sdy,
+            "result_placements": placed}
+
+
 def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
                  out_shardings: Sequence[Any] | None = None) -> Placement | None:
     """The placement of a call on ``args``, or None when no argument is sharded and no
@@ -50,6 +149,9 @@ def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
     Array argument keeps its own layout and other values are replicated).
     Raises ``ValueError`` for arguments on different sets of devices.
     """
+    placed = memory_placement(args, in_shardings, out_shardings)
+    if placed is not None:  # in host memory, on one device
+        return placed
     chosen: list[Any] = []
     devices = None
     for i, x in enumerate(args):
@@ -104,8 +206,8 @@ def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
 def aot_device(args: Sequence[Any]) -> Any:
     """``call_device`` for ``jit(...).trace``/``lower``, whose arguments may also be
     ``ShapeDtypeStruct``s carrying a multi-device ``sharding``: then their placement."""
-    if any(type(x) is ShapeDtypeStruct and isinstance(x.sharding, _sharding.Sharding)
-           for x in args):
+    if any(type(x) is ShapeDtypeStruct and (isinstance(x.sharding, _sharding.Sharding)
+                                             or _in_memory(x.sharding)) for x in args):
         return placement_of(args)
     return call_device(args)
 
@@ -179,6 +281,8 @@ def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Seq
     parameter, ``result_attrs`` for requested output layouts, ``num_partitions`` and,
     for Shardy (``use_shardy``), ``sdy``, the module's mesh table: ``sdy.sharding``
     attributes then, ``mhlo.sharding`` ones (GSPMD) otherwise."""
+    if is_memory_placement(placement):
+        return _memory_attrs(placement, in_avals, out_avals, arg_attrs)
     sdy = _sdy.Meshes(placement.devices) if use_shardy(placement) else None
 
     def attr(s, ndim):
