@@ -555,19 +555,29 @@ def _shard_buffers(arr: Array) -> dict:
         arr._check_alive()
         with _backend.no_jax_import():  # jaxlib's C++ looks for jax's sharding classes
             bufs = arr._buf._arrays
-    return {b._sharding._device: b for b in bufs}
+    return {_buffer_device(b): b for b in bufs}
+
+
+def _buffer_device(b: Any) -> Any:
+    s = b._sharding
+    if type(s) is _jax.SingleDeviceSharding:
+        return s._device
+    return s._devices[0]  # a one-device GSPMDSharding (a shard moved between memories)
 
 
 def _shards(arr: Array, sharding) -> list[Shard]:
     bufs = _shard_buffers(arr)
     aval = arr.aval
+    kind = getattr(sharding, "memory_kind", None) or "device"
     out = []
     for d, index, rep in _indices_with_replicas(sharding, aval.shape):
         b = bufs.get(d)
         if b is None:
             continue
         shape = tuple(len(range(*i.indices(n))) for i, n in zip(index, aval.shape))
-        shard_aval = intern_aval(ShapedArray(shape, aval.dtype, aval.weak_type), d)
+        shard_aval = intern_aval(ShapedArray(shape, aval.dtype, aval.weak_type),
+                                 d if kind == "device" else
+                                 _jax.SingleDeviceSharding(d, memory_kind=kind))
         out.append(Shard(d, index, rep, _wrap(b, shard_aval)))
     return out
 

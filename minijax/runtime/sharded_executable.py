@@ -104,6 +104,8 @@ class ShardedExecutable(Executable):
                 type(s) is _jax.SingleDeviceSharding for s in outs):
             # one device: each result in the memory XLA placed it in (memory kinds)
             outs = _in_memories(loaded, placement.devices[0], len(outs)) or outs
+        else:  # over a mesh: in the memory XLA placed each result in
+            outs = _with_memories(loaded, outs)
         self.out_shardings = tuple(outs)
         # a jaxlib SingleDeviceSharding (one device, no candidate) is its device's layout
         # (in the memory it names)
@@ -185,6 +187,17 @@ def _in_memories(loaded: Any, device: Any, n: int) -> list | None:
         return None
     return [_backend.sharding_for(device) if k == "device" else
             _memory_sharding(device, k) for k in kinds]
+
+
+def _with_memories(loaded: Any, outs: list) -> list:
+    try:
+        kinds = loaded.get_output_memory_kinds()[0]
+    except Exception:  # noqa: BLE001 - not reported by this backend
+        return outs
+    if len(kinds) != len(outs):
+        return outs
+    return [s.with_memory_kind(k) if k != getattr(s, "memory_kind", k)
+            and hasattr(s, "with_memory_kind") else s for s, k in zip(outs, kinds)]
 
 
 _memory_shardings: dict = {}

@@ -346,11 +346,20 @@ def put_sharded(x: Any, sharding: Any) -> Array:
 
     Raises ``ValueError`` when the sharding does not fit the value's shape.
     """
+    kind = sharding.memory_kind
+    if kind is not None and kind != "device":  # laid out in device memory, then moved
+        placed = put_sharded(x, sharding.with_memory_kind("device"))
+        return _move_to_memory(placed, sharding) if placed is not x else x
     if type(x) is Array:
         x._check_alive()
         src = _sharding_of_aval.get(id(x.aval))
         if src == sharding:
             return x
+        if src is not None and src.memory_kind != "device":  # back to device memory first
+            x = _move_to_memory(x, src.with_memory_kind("device"))
+            src = _sharding_of_aval.get(id(x.aval))
+            if src == sharding:
+                return x
         if src is not None and _sharded.can_reshard(src, sharding):
             return _sharded.reshard(x, src, sharding)  # on the devices, by XLA
         if (src is not None and src.is_fully_addressable
@@ -360,6 +369,29 @@ def put_sharded(x: Any, sharding: Any) -> Array:
             return _spread(x, sharding)
     value, weak = _host_value(x)
     return put_shards(value, weak, sharding)
+
+
+def _move_to_memory(x: Array, sharding: Any) -> Array:
+    """The sharded Array ``x`` in the memory ``sharding`` names, each shard where it
+    is (``sharding`` lays it out as ``x`` is laid out)."""
+    src = _sharding_of_aval.get(id(x.aval))
+    if src == sharding:
+        return x
+    aval = x.aval
+    kind = sharding.memory_kind
+    shard_aval = ShapedArray(sharding.shard_shape(aval.shape), aval.dtype, aval.weak_type)
+    x64 = config.enable_x64
+    bufs = []
+    for sh in x.addressable_shards:  # each shard copied into that memory of its device
+        d = sh.device
+        target = _sharding_for(d) if kind == "device" else \
+            _jax.SingleDeviceSharding(d, memory_kind=kind)
+        bufs.append(_batched_device_put(shard_aval, target, [sh.data._buf], [d], True, True,
+                                        _COPY, x64))
+    interned = intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type), sharding)
+    buf = _jax.ArrayImpl(interned, _sharding.jaxlib_sharding(sharding, len(aval.shape)), bufs,
+                         True, _skip_checks=True)
+    return _wrap(buf, interned)
 
 
 def put_shards(value: np.ndarray, weak: bool, sharding: Any) -> Array:

@@ -289,23 +289,39 @@ def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Seq
         if sdy is not None:
             return f"sdy.sharding = {sdy.attr(s, ndim)}"
         return f"mhlo.sharding = {string_attr(s.hlo_text(ndim))}"
+    # memory kinds other than the devices' own anywhere: every parameter and result says
+    # its memory (mhlo.memory_kind), as jax writes it
+    kinds = not all(getattr(s, "memory_kind", None) in (None, "device")
+                    for s in (*placement.in_shardings, *(placement.out_shardings or ()))) \
+        or any(getattr(a, "_memory_space", None) is not None for a in out_avals)
     args = []
     for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
         _sharding.check_sharding_shape(s, a.shape, f"argument {i}")
         text = attr(s, len(a.shape))
+        if kinds:
+            text = f"mhlo.memory_kind = {string_attr(s.memory_kind)}, {text}"
         base = arg_attrs[i] if arg_attrs else ""
         args.append(f"{base}, {text}" if base else text)
-    results = None
-    if placement.out_shardings is not None:
-        results = []
-        for i, (a, s) in enumerate(zip(out_avals, placement.out_shardings)):
+    results = placed = None
+    if placement.out_shardings is not None or kinds:
+        results, placed = [], []
+        outs = placement.out_shardings or (None,) * len(out_avals)
+        for i, (a, s) in enumerate(zip(out_avals, outs)):
             if s is None:
-                results.append("")
+                results.append(f"mhlo.memory_kind = "
+                               f"{string_attr(mem_space_to_kind(a.memory_space))}"
+                               if kinds else "")
+                placed.append(None)
                 continue
             _sharding.check_sharding_shape(s, a.shape, f"output {i}")
-            results.append(attr(s, len(a.shape)))
+            text = attr(s, len(a.shape))
+            if kinds:
+                text = f"mhlo.memory_kind = {string_attr(s.memory_kind)}, {text}"
+            results.append(text)
+            placed.append(s.memory_kind if kinds else None)
     return {"arg_attrs": args, "result_attrs": results,
-            "num_partitions": len(placement.devices), "sdy": sdy}
+            "num_partitions": len(placement.devices), "sdy": sdy,
+            "result_placements": placed if kinds else None}
 
 
 def _sharding_constraint_impl(x, *, sharding):
