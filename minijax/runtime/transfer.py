@@ -22,13 +22,15 @@ from jaxlib import _jax
 
 from minijax.config import config
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import MemorySpace, ShapedArray, mem_space_to_kind
+from minijax.lax.device_put_op import device_put_p
 from minijax.core.lru import MemoCache
 from minijax.core.trace import Tracer
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharded_executable as _sharded
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.pytree import transform_registry as registry
+from minijax.runtime.memory_kinds import memory_of_aval  # noqa: F401
 from minijax.runtime.array import (Array, _Locked, _sharding_of_aval, _wrap, intern_aval,
                                    to_numpy)
 
@@ -268,6 +270,10 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
     ``set_mesh`` set.
     """
     if device is not None and not isinstance(device, _backend.Device):
+        if type(device) is MemorySpace:  # that memory of x's device
+            device = _in_space(x, device)
+            if device is None:
+                return device_put(x)
         if isinstance(device, _sharding.PartitionSpec):  # over the mesh set_mesh set
             device = _sharding.named_from_spec(device, "device_put")
         if isinstance(device, _sharding.Sharding):
@@ -551,7 +557,33 @@ def block_until_ready(x: Any) -> Any:
 
 def _is_placement(d: Any) -> bool:
     return d is None or isinstance(d, (_backend.Device, _sharding.Sharding,
-                                       _jax.SingleDeviceSharding, _sharding.PartitionSpec))
+                                       _jax.SingleDeviceSharding, _sharding.PartitionSpec,
+                                       MemorySpace))
+
+
+_COPY_SEMANTICS = _jax.ArrayCopySemantics.REUSE_INPUT
+
+
+def _names_memory(d: Any) -> bool:
+    """Whether the target ``d`` names a memory: a memory space, or a sharding in memory
+    other than the devices' own."""
+    if type(d) is MemorySpace:
+        return d is not MemorySpace.Any
+    kind = getattr(d, "memory_kind", None)
+    return kind is not None and kind != "device"
+
+
+def _in_space(leaf: Any, space: MemorySpace) -> Any:
+    """The target of a concrete ``device_put(leaf, space)``: that memory of the leaf's
+    device (or layout)."""
+    if space is MemorySpace.Any:
+        return None
+    kind = mem_space_to_kind(space)
+    src = _sharding_of_aval.get(id(leaf.aval)) if type(leaf) is Array else None
+    if src is not None:
+        return src.with_memory_kind(kind)
+    device = leaf.device if type(leaf) is Array else _backend.get_backend().default_device
+    return _jax.SingleDeviceSharding(device, memory_kind=kind)
 
 
 _SINGLE_LEAF = frozenset((Array, np.ndarray) + _PY_SCALARS)
@@ -614,8 +646,14 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
         if m and dn:
             raise ValueError("may_alias and donate cannot be True at the same time.")
         if isinstance(leaf, Tracer):
+            if _names_memory(d):  # a transfer between memories in the program (its type)
+                leaf, = device_put_p.bind(leaf, copy_semantics=(_COPY_SEMANTICS,),
+                                          devices=(d,), srcs=(None,))
             out.append(leaf)
-        elif type(leaf) is Array and not (not dn if m is None else m):
+            continue
+        if type(d) is MemorySpace:
+            d = _in_space(leaf, d)
+        if type(leaf) is Array and not (not dn if m is None else m):
             out.append(_fresh_copy(leaf, leaf.device if d is None else d))
         else:
             out.append(device_put(leaf, d))
@@ -641,6 +679,8 @@ def _per_leaf(name: str, spec: Any, is_leaf, x: Any, treedef) -> list:
 def _fresh_copy(x: Array, target: Any) -> Array:
     """A new Array holding ``x``'s value on ``target`` (a device or a sharding)."""
     if isinstance(target, _jax.SingleDeviceSharding):
+        if target.memory_kind != "device":  # a copy, then into that memory
+            return put_in_memory(_copy_array(x, target._device, force=True), target)
         target = target._device
     if isinstance(target, _backend.Device):
         return _copy_array(x, target, force=True)

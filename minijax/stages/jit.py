@@ -495,7 +495,7 @@ class Wrapped(DispatchBase):
                 device = call_device(leaves)  # None: the default device; or a Placement
                 if not isinstance(device, Placement):  # a shard_map inside needs its mesh
                     device = mesh_placement(entry.closed, leaves, device)
-            device = explicit_placement(device, entry.in_avals, entry.out_avals)
+            device = explicit_placement(device, entry.in_avals, entry.out_avals, entry.closed)
             if self._device is not None:
                 device = _placed(self._name, self._device, device)
             # The executable cache, else what jit(f).trace(*args).lower().compile() does.
@@ -600,7 +600,8 @@ class Wrapped(DispatchBase):
                      else aot_device(leaves))
         if not isinstance(placement, Placement):
             placement = mesh_placement(entry.closed, leaves, placement)
-        placement = explicit_placement(placement, entry.in_avals, entry.out_avals)
+        placement = explicit_placement(placement, entry.in_avals, entry.out_avals,
+                                       entry.closed)
         if self._device is not None and not isinstance(placement, Placement):
             placement = _placed(self._name, self._device, placement)
         # or one device other than the default (the arguments' or device=): compiled for it

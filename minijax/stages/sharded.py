@@ -20,7 +20,8 @@ from typing import Any
 
 import weakref
 
-from minijax.core.aval import ShapeDtypeStruct, mem_space_to_kind
+from minijax.core.aval import MemorySpace, ShapeDtypeStruct, mem_space_to_kind
+from minijax.lax.device_put_op import device_put_p
 from minijax.lax.shard_map import shard_map_p
 from minijax.lax.sharding import sharding_constraint_p
 from minijax.runtime import sharding as _sharding
@@ -372,12 +373,46 @@ def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
 
 # ---- sharding in types: results laid out as their types say ---------------------------
 
-def explicit_placement(device: Any, in_avals: Sequence[Any], out_avals: Sequence[Any]) -> Any:
+_transfers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Jaxpr -> bool
+
+
+def transfers_memory(jaxpr: Any) -> bool:
+    """Whether ``jaxpr`` (or a jaxpr inside it) moves a value between memories: a
+    ``device_put`` naming a memory space or kind other than the devices' own."""
+    found = _transfers.get(jaxpr)
+    if found is None:
+        found = False
+        for e in jaxpr.eqns:
+            if e.primitive is device_put_p and any(
+                    isinstance(d, MemorySpace) or getattr(d, "memory_kind", None)
+                    not in (None, "device") for d in e.params["devices"]):
+                found = True
+                break
+            for v in e.params.values():
+                inner = getattr(v, "jaxpr", v)
+                if hasattr(inner, "eqns") and transfers_memory(inner):
+                    found = True
+                    break
+            if found:
+                break
+        _transfers[jaxpr] = found
+    return found
+
+
+def explicit_placement(device: Any, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                       closed: Any = None) -> Any:
     """``device`` (a device, a Placement or None), with every result whose aval carries
     an explicit sharding (sharding in types) laid out so: the Placement's
     ``out_shardings`` filled in over the concrete mesh (the arguments' or the one in
     context); a Placement replicating the arguments over that mesh when no argument
     is sharded."""
+    if not isinstance(device, Placement) and (
+            any(getattr(a, "_memory_space", None) is not None for a in out_avals)
+            or (closed is not None and transfers_memory(closed.jaxpr))):
+        # results in host memory, or transfers between memories: every result says where
+        # it is (mhlo.memory_kind), as jax lowers it
+        home = default_device() if device is None else device
+        device = Placement((home,), [sharding_for(home)] * len(in_avals), None)
     wanted = [getattr(a, "_sharding", None) for a in out_avals]
     if all(s is None for s in wanted):
         return device
