@@ -93,14 +93,22 @@ def memory_placement(args: Sequence[Any], in_shardings: Sequence[Any] | None = N
                     f"respective arg. Got jit memory kind: {want.memory_kind}, arg memory "
                     f"kind: {have.memory_kind} for arg type: {x.aval.str_short()}")
             have = want
-        if have is None or have._device != device:
-            have = sharding_for(device)
+        elif have is not None and not _in_memory(have) and not _committed(x):
+            have = None  # where the call runs, unconstrained (as jax's uncommitted arrays)
+        if have is not None and have._device != device:
+            have = None
         chosen.append(have)
     outs = None
     if out_shardings is not None:
         outs = tuple(s if s is None or s._device == device else
                      _single_err(s) for s in out_shardings)
     return Placement((device,), chosen, outs)
+
+
+def _committed(x: Any) -> bool:
+    """Whether ``x`` is an Array put on its device explicitly (jax's committed arrays:
+    ``device_put`` to a device or sharding; not ``jnp`` results or jit outputs of such)."""
+    return type(x) is Array and x._buf._committed
 
 
 def is_memory_placement(placement: Any) -> bool:
@@ -126,7 +134,7 @@ def _memory_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Sequ
     args = []
     for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
         base = arg_attrs[i] if arg_attrs else ""
-        text = attr(s.memory_kind, len(a.shape)) if _in_memory(s) else ""
+        text = "" if s is None else attr(s.memory_kind, len(a.shape))
         args.append(", ".join(t for t in (base, text) if t))
     outs = placement.out_shardings or (None,) * len(out_avals)
     results, placed = [], []
@@ -236,7 +244,9 @@ def interned_ids(avals: Sequence[Any], device: Any) -> tuple[int, ...]:
     """The aval ids that Array arguments of ``avals`` have when a call runs on
     ``device`` (a device, a Placement or None): the fast paths' keys."""
     if isinstance(device, Placement):
-        return tuple(id(intern_aval(a, s)) for a, s in zip(avals, device.in_shardings))
+        home = device.devices[0]  # where a memory placement's unconstrained ones are
+        return tuple(id(intern_aval(a, home if s is None else s))
+                     for a, s in zip(avals, device.in_shardings))
     return tuple(id(intern_aval(a, device)) for a in avals)
 
 
@@ -245,6 +255,8 @@ def put_args(args: Sequence[Any], placement: Placement) -> list:
     (sharded Arrays already so are used as they are)."""
     out = []
     for x, s in zip(args, placement.in_shardings):
+        if s is None:  # unconstrained, on the one device of a memory placement
+            s = placement.devices[0]
         if type(x) is Array and _sharding_of_aval.get(id(x.aval)) == s:
             out.append(x._buf)
         else:
@@ -412,7 +424,7 @@ def explicit_placement(device: Any, in_avals: Sequence[Any], out_avals: Sequence
         # results in host memory, or transfers between memories: every result says where
         # it is (mhlo.memory_kind), as jax lowers it
         home = default_device() if device is None else device
-        device = Placement((home,), [sharding_for(home)] * len(in_avals), None)
+        device = Placement((home,), [None] * len(in_avals), None)
     wanted = [getattr(a, "_sharding", None) for a in out_avals]
     if all(s is None for s in wanted):
         return device
