@@ -16,6 +16,7 @@ import pytest
 
 import minijax
 import minijax.ad_checkpoint  # noqa: F401
+from tests.sharding._eight_devices import get, run_cases, worker
 
 HOST = ["pinned_host", "unpinned_host"]
 
@@ -256,3 +257,48 @@ def test_checkpoint_offloading_like_jax(policy):
         np.asarray(minijax.grad(minijax.checkpoint(
             loss(minijax), policy=_offload_policies(minijax)[policy]))(w, x)),
         np.asarray(want), rtol=1e-5)
+
+
+# ---- over 8 devices (one subprocess; tests/sharding/_eight_devices.py) -----------------
+
+CASES = {}
+
+
+def _case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+@_case
+def named_sharding_in_host_memory_on_eight_devices():
+    """Per library: where each value lives, its sum, and the lowered signatures."""
+    out = {}
+    x = np.arange(64.0, dtype=np.float32).reshape(8, 8)
+    for name, m in (("minijax", minijax), ("jax", jax)):
+        mesh = m.sharding.Mesh(np.array(m.devices()[:8]).reshape(4, 2), ("x", "y"))
+        s = m.sharding.NamedSharding(mesh, m.sharding.PartitionSpec("x", "y"),
+                                     memory_kind="pinned_host")
+        a = m.device_put(x, s)
+        d = m.device_put(a, s.with_memory_kind("device"))
+        rows = [a.sharding.memory_kind, sorted({sh.data.sharding.memory_kind
+                                                 for sh in a.addressable_shards}),
+                float(np.asarray(a).sum()), d.sharding.memory_kind, float(np.asarray(d).sum())]
+        for f, arg in [(m.jit(lambda v: v * 2), a), (m.jit(lambda v: (v * 2).sum(0)), a),
+                       (m.jit(lambda v: v * 2, out_shardings=s.with_memory_kind("device")), a),
+                       (m.jit(lambda v: v * 2, out_shardings=s), d)]:
+            r = f(arg)
+            rows.append([r.sharding.memory_kind, tuple(r.sharding.spec),
+                         float(np.asarray(r).sum()), _signature(f.lower(arg).as_text())])
+        out[name] = rows
+    return out
+
+
+def _worker(path):
+    worker(CASES, path)
+
+
+def test_named_sharding_in_host_memory_on_eight_devices_like_jax(tmp_path):
+    results, _ = run_cases("test_memory_kinds", tmp_path)
+    r = get(results, "named_sharding_in_host_memory_on_eight_devices")
+    assert r["minijax"] == r["jax"]
+    assert r["jax"][0] == "pinned_host" and r["jax"][1] == ["pinned_host"]
