@@ -232,6 +232,15 @@ class ShapedArray(AbstractValue):
     __str__ = str_short
 
 
+def long_str(aval: ShapedArray) -> str:
+    """``float32<host>[4,2]``: the type with the dtype's full name, as jax's error
+    messages write it (``str_short`` writes ``f32<host>[4,2]``)."""
+    dt = "float0" if aval.dtype == dtypes.float0 else aval.dtype.name
+    if aval._memory_space is not None:
+        dt = f"{dt}<{aval._memory_space.name.lower()}>"
+    return f"{dt}[{','.join(map(str, aval.shape))}]"
+
+
 # The unsharded NamedSharding of an ndim-d value; set by minijax.runtime.sharding (the
 # sharding classes live in the runtime layer, above this one).
 _unsharded = None

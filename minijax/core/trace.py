@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import MemorySpace, ShapedArray
+from minijax.core.aval import MemorySpace, ShapedArray, long_str
 from minijax.core.ref import ClosedOverRef, _RefEscape
 from minijax.core.sharding_rules import propagate
 from minijax.core.lru import MemoCache
@@ -358,8 +358,8 @@ def _default_memory_space(prim: Primitive, avals: Sequence[Any]) -> MemorySpace:
         if prev is not None and prev.memory_space is not a.memory_space:
             raise ValueError(
                 f"memory_space of all inputs passed to `{prim.name}` must be the same. Got "
-                f"one operand with type: {prev.str_short()} and another operand with type: "
-                f"{a.str_short()}")
+                f"one operand with type: {long_str(prev)} and another operand with type: "
+                f"{long_str(a)}")
         prev = a
     return MemorySpace.Device if prev is None else prev.memory_space
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import weakref
 
-from minijax.core.aval import MemorySpace, ShapeDtypeStruct, mem_space_to_kind
+from minijax.core.aval import MemorySpace, ShapeDtypeStruct, long_str, mem_space_to_kind
 from minijax.lax.device_put_op import device_put_p
 from minijax.lax.shard_map import shard_map_p
 from minijax.lax.sharding import sharding_constraint_p
@@ -91,7 +91,7 @@ def memory_placement(args: Sequence[Any], in_shardings: Sequence[Any] | None = N
                 raise ValueError(
                     "Memory kinds passed to jax.jit does not match memory kind on the "
                     f"respective arg. Got jit memory kind: {want.memory_kind}, arg memory "
-                    f"kind: {have.memory_kind} for arg type: {x.aval.str_short()}")
+                    f"kind: {have.memory_kind} for arg type: {long_str(x.aval)}")
             have = want
         elif have is not None and not _in_memory(have) and not _committed(x):
             have = None  # where the call runs, unconstrained (as jax's uncommitted arrays)
