@@ -93,8 +93,11 @@ def memory_placement(args: Sequence[Any], in_shardings: Sequence[Any] | None = N
                     f"respective arg. Got jit memory kind: {want.memory_kind}, arg memory "
                     f"kind: {have.memory_kind} for arg type: {long_str(x.aval)}")
             have = want
-        elif have is not None and not _in_memory(have) and not _committed(x):
-            have = None  # where the call runs, unconstrained (as jax's uncommitted arrays)
+        elif have is not None and not _in_memory(have):
+            # in device memory: unconstrained, as jax leaves its uncommitted arrays (minijax
+            # does not track which arrays jax would commit: results of computations on
+            # uncommitted ones are not)
+            have = None
         if have is not None and have._device != device:
             have = None
         chosen.append(have)
@@ -103,12 +106,6 @@ def memory_placement(args: Sequence[Any], in_shardings: Sequence[Any] | None = N
         outs = tuple(s if s is None or s._device == device else
                      _single_err(s) for s in out_shardings)
     return Placement((device,), chosen, outs)
-
-
-def _committed(x: Any) -> bool:
-    """Whether ``x`` is an Array put on its device explicitly (jax's committed arrays:
-    ``device_put`` to a device or sharding; not ``jnp`` results or jit outputs of such)."""
-    return type(x) is Array and x._buf._committed
 
 
 def is_memory_placement(placement: Any) -> bool:
