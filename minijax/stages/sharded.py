@@ -398,9 +398,12 @@ def transfers_memory(jaxpr: Any) -> bool:
                 found = True
                 break
             for v in e.params.values():
-                inner = getattr(v, "jaxpr", v)
-                if hasattr(inner, "eqns") and transfers_memory(inner):
-                    found = True
+                for inner in (v if isinstance(v, (tuple, list)) else (v,)):  # cond branches
+                    inner = getattr(inner, "jaxpr", inner)
+                    if hasattr(inner, "eqns") and transfers_memory(inner):
+                        found = True
+                        break
+                if found:
                     break
             if found:
                 break

@@ -191,6 +191,15 @@ def test_device_put_to_memory_inside_jit_like_jax():
         for g, w in zip(_values(got, minijax), _values(want, jax)):
             np.testing.assert_array_equal(g, w)
         assert _signature(f.lower(x).as_text()) == _signature(jf.lower(x).as_text())
+    # a transfer inside a branch: every result then says its memory, as jax
+    su, jsu = _pair("unpinned_host")
+    f = minijax.jit(lambda p, v: minijax.lax.cond(
+        p, lambda u: minijax.device_put(u, su) * 2, lambda u: u + 1, v))
+    jf = jax.jit(lambda p, v: jax.lax.cond(
+        p, lambda u: jax.device_put(u, jsu) * 2, lambda u: u + 1, v))
+    assert _signature(f.lower(True, x).as_text()) == _signature(jf.lower(True, x).as_text())
+    assert f(True, x).sharding.memory_kind == jf(True, x).sharding.memory_kind
+    np.testing.assert_array_equal(np.asarray(f(True, x)), np.asarray(jf(True, x)))
     pm = minijax.make_jaxpr(lambda v: minijax.device_put(v * 2, s))(x)
     pj = jax.make_jaxpr(lambda v: jax.device_put(v * 2, js))(x)
     assert str(pm) == str(pj)
