@@ -19,8 +19,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from jaxlib import _jax
-
 from minijax.core import dtypes
 from minijax.core.aval import mem_kind_to_space
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
@@ -31,6 +29,7 @@ from minijax.core.traceback_util import api_boundary
 from minijax.lax.convert import convert_element_type
 from minijax.lax.device_put_op import device_put_p
 from minijax.api.checkpoint_policies import Offloadable
+from minijax.runtime.memory_kinds import ALWAYS_COPY
 from minijax.api.vmap import vmap
 from minijax.api.naming import wraps
 from minijax.stages.common import fun_name
@@ -662,7 +661,7 @@ def _saved_by_policy(known: Jaxpr, n_out: int, policy) -> tuple[list, dict]:
     return saved[::-1], offloads
 
 
-_ALWAYS_COPY = _jax.ArrayCopySemantics.ALWAYS_COPY
+_ALWAYS_COPY = ALWAYS_COPY
 
 
 def _offload_params(kind: str) -> dict:

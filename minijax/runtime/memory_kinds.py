@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["canonical_memory_kind", "is_default_kind", "memory_of_aval"]
+from jaxlib import _jax
+
+__all__ = ["ALWAYS_COPY", "REUSE_INPUT", "canonical_memory_kind", "is_default_kind",
+           "memory_of_aval"]
+
+# device_put's copy semantics (its ``copy_semantics`` parameter), jaxlib's enum as jax's
+ALWAYS_COPY = _jax.ArrayCopySemantics.ALWAYS_COPY
+REUSE_INPUT = _jax.ArrayCopySemantics.REUSE_INPUT
 
 _default_kinds: dict = {}  # device -> its default memory kind
 # id of an interned aval -> the SingleDeviceSharding (with a memory kind other than

@@ -30,7 +30,7 @@ from minijax.runtime import backend as _backend
 from minijax.runtime import sharded_executable as _sharded
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.pytree import transform_registry as registry
-from minijax.runtime.memory_kinds import memory_of_aval  # noqa: F401
+from minijax.runtime.memory_kinds import REUSE_INPUT
 from minijax.runtime.array import (Array, _Locked, _sharding_of_aval, _wrap, intern_aval,
                                    to_numpy)
 
@@ -561,7 +561,7 @@ def _is_placement(d: Any) -> bool:
                                        MemorySpace))
 
 
-_COPY_SEMANTICS = _jax.ArrayCopySemantics.REUSE_INPUT
+_COPY_SEMANTICS = REUSE_INPUT
 
 
 def _names_memory(d: Any) -> bool:
