@@ -702,3 +702,12 @@ def device_get(x: Any) -> Any:
     out = [leaf if isinstance(leaf, Tracer) or not hasattr(leaf, "__array__")
            else leaf.__array__() for leaf in leaves]
     return treedef.unflatten(out)
+
+
+def _device_put_impl(*xs, devices, srcs, copy_semantics):
+    """``device_put_p`` run eagerly (its operands concrete, e.g. the primal side of a
+    ``jvp``): each operand moved as ``device_put`` moves it."""
+    return [x if d is None else device_put_tree(x, d) for x, d in zip(xs, devices)]
+
+
+device_put_p.def_impl(_device_put_impl)

@@ -338,3 +338,23 @@ def test_jit_host_and_device_arguments_like_jax():
     c, jc = f.lower(a, b).compile(), jf.lower(ja, jb).compile()
     assert repr(c.input_shardings) == repr(jc.input_shardings)
     assert repr(c.output_shardings) == repr(jc.output_shardings)
+
+
+@pytest.mark.parametrize("kind", HOST)
+def test_device_put_to_memory_under_transforms_like_jax(kind):
+    """device_put to a memory under jvp, vmap and grad (the primitive run eagerly)."""
+    s, js = _pair(kind)
+    x = _x()
+
+    def cases(m, t):
+        back = t.with_memory_kind("device")
+        return [
+            lambda: m.jvp(lambda a: m.device_put(a * 2, t), (x,), (x,)),
+            lambda: m.vmap(lambda a: m.device_put(a * 2, t))(x),
+            lambda: m.grad(lambda a: m.device_put(m.device_put(a * 2, t), back).sum())(x),
+        ]
+    for mine, theirs in zip(cases(minijax, s), cases(jax, js)):
+        got, want = mine(), theirs()
+        assert _kinds(got, minijax) == _kinds(want, jax)
+        for g, w in zip(_values(got, minijax), _values(want, jax)):
+            np.testing.assert_array_equal(g, w)
