@@ -685,6 +685,10 @@ def _fresh_copy(x: Array, target: Any) -> Array:
     if isinstance(target, _backend.Device):
         return _copy_array(x, target, force=True)
     value, weak = _host_value(x)
+    kind = getattr(target, "memory_kind", None)
+    if kind is not None and kind != "device":  # laid out in device memory, then moved
+        return _move_to_memory(put_shards(value, weak, target.with_memory_kind("device")),
+                               target)
     return put_shards(value, weak, target)
 
 

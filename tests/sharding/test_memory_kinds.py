@@ -358,3 +358,22 @@ def test_device_put_to_memory_under_transforms_like_jax(kind):
         assert _kinds(got, minijax) == _kinds(want, jax)
         for g, w in zip(_values(got, minijax), _values(want, jax)):
             np.testing.assert_array_equal(g, w)
+
+
+def test_device_put_copies_into_host_memory_like_jax():
+    """``may_alias=False`` / ``donate=True`` copies to shardings in host memory."""
+    def targets(m):
+        mesh = m.sharding.Mesh(np.array(m.devices()[:1]), ("x",))
+        return [m.sharding.NamedSharding(mesh, m.sharding.PartitionSpec("x"),
+                                         memory_kind="pinned_host"),
+                m.sharding.SingleDeviceSharding(m.devices()[0], memory_kind="pinned_host")]
+    for m_t, j_t in zip(targets(minijax), targets(jax)):
+        rows = []
+        for m, t in ((minijax, m_t), (jax, j_t)):
+            x = m.numpy.arange(4.0)
+            y = m.device_put(x, t, may_alias=False)
+            z = m.device_put(y, t, may_alias=False)
+            d = m.device_put(y, t, donate=True)
+            rows.append((y.sharding.memory_kind, z.sharding.memory_kind,
+                         d.sharding.memory_kind, np.asarray(z).tolist()))
+        assert rows[0] == rows[1]
