@@ -223,12 +223,33 @@ def check_compiled_args(args: Sequence[Any], placement: Placement, names) -> Non
     ``Compiled`` program is laid out otherwise than the program was compiled for
     (``names(i)``: argument ``i``'s name). Other values are laid out as needed."""
     bad = []
+    memory = is_memory_placement(placement)
     for i, (x, want) in enumerate(zip(args, placement.in_shardings)):
         if type(x) is Array:
             have = _sharding_of_aval.get(id(x.aval))
             if have is not None and have != want:
                 bad.append(f"Argument {names(i)} with shape {x.aval.str_short()}:\n"
                            f"  Passed sharding: {have}\n  Required sharding: {want}")
+            elif memory:  # one device: in the memory compiled for
+                have = array_memory(x)
+                if want is None:
+                    want = sharding_for(placement.devices[0])
+                if _in_memory(have) and have.memory_kind != want.memory_kind:
+                    bad.append(_memory_mismatch(names(i), x, have, want))
+    sharding_mismatch(bad)
+
+
+def _memory_mismatch(name: str, x: Any, have: Any, want: Any) -> str:
+    return (f"Argument {name} with shape {long_str(x.aval)}:\n"
+            f"  Passed sharding: {have}\n  Required sharding: {want}")
+
+
+def check_device_memory_args(args: Sequence[Any], device: Any, names) -> None:
+    """jax's ValueError for an argument in host memory passed to a ``Compiled`` program
+    compiled for arguments in device memory."""
+    bad = [_memory_mismatch(names(i), x, memory_of_aval[id(x.aval)], sharding_for(device))
+           for i, x in enumerate(args)
+           if type(x) is Array and id(x.aval) in memory_of_aval]
     sharding_mismatch(bad)
 
 

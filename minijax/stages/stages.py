@@ -379,6 +379,8 @@ class Compiled(_StageInfo, DispatchBase):
                         f"{expected.str_short()} but called with {got.str_short()}")
             if self._placement is None:
                 check_on_device(leaves, self._exe.device, self._entry.arg_names)
+                from minijax.stages.sharded import check_device_memory_args
+                check_device_memory_args(leaves, self._exe.device, self._arg_name)
             else:
                 from minijax.stages.sharded import check_compiled_args
                 check_compiled_args(leaves, self._placement, self._arg_name)

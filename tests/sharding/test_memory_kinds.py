@@ -377,3 +377,26 @@ def test_device_put_copies_into_host_memory_like_jax():
             rows.append((y.sharding.memory_kind, z.sharding.memory_kind,
                          d.sharding.memory_kind, np.asarray(z).tolist()))
         assert rows[0] == rows[1]
+
+
+def test_compiled_for_another_memory_like_jax():
+    """A ``Compiled`` program given an argument in host memory where it was compiled for
+    device memory: jax's ValueError naming both shardings; a device array where it was
+    compiled for host memory is moved there, as jax does."""
+    s, js = _pair("pinned_host")
+    a, ja = minijax.device_put(_x(), s), jax.device_put(_x(), js)
+    b, jb = minijax.numpy.asarray(_x()), jax.numpy.asarray(_x())
+    c = minijax.jit(lambda v: v * 2).lower(a).compile()
+    jc = jax.jit(lambda v: v * 2).lower(ja).compile()
+    assert c(b).sharding.memory_kind == jc(jb).sharding.memory_kind == "pinned_host"
+    np.testing.assert_array_equal(np.asarray(c(b)), np.asarray(jc(jb)))
+    c = minijax.jit(lambda v: v * 2).lower(b).compile()
+    jc = jax.jit(lambda v: v * 2).lower(jb).compile()
+    with pytest.raises(ValueError) as mine:
+        c(a)
+    with pytest.raises(ValueError) as theirs:
+        jc(ja)
+    lines = str(mine.value).splitlines()
+    jlines = str(theirs.value).splitlines()
+    assert lines[0] == jlines[0] and lines[2:] == jlines[2:]
+    assert lines[1].replace("'", "") == jlines[1]  # minijax quotes the argument's name
