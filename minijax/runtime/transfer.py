@@ -647,7 +647,7 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
             raise ValueError("may_alias and donate cannot be True at the same time.")
         if isinstance(leaf, Tracer):
             if _names_memory(d) or (  # a transfer between memories in the program (its type)
-                    leaf.aval.memory_space is MemorySpace.Host
+                    getattr(leaf.aval, "memory_space", None) is MemorySpace.Host
                     and getattr(d, "memory_kind", None) is not None):
                 leaf, = device_put_p.bind(leaf, copy_semantics=(_COPY_SEMANTICS,),
                                           devices=(d,), srcs=(None,))
