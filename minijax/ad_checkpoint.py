@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
 
 from minijax.core.aval import ShapedArray
 from minijax.core.trace import DebugInfo, Primitive, get_aval, trace_to_jaxpr
@@ -32,11 +31,7 @@ Saveable = _Decision("Saveable", True)
 Recompute = _Decision("Recompute", False)
 
 
-class Offloadable(NamedTuple):
-    """A policy's decision to move a value to another memory (here: it is saved)."""
-
-    src: Any
-    dst: Any
+Offloadable = checkpoint_policies.Offloadable
 
 def checkpoint_name(x, name: str):
     """``x`` (a pytree of arrays), its values named ``name`` for the names-based

@@ -10,22 +10,8 @@ MemorySpace.Host
 
 from __future__ import annotations
 
-import enum
+from minijax.core.aval import MemorySpace
 
 __all__ = ["Space"]
-
-
-class MemorySpace(enum.Enum):
-    """Where an array lives: ``Device``, ``Host`` or ``Any``."""
-
-    Device = enum.auto()
-    Host = enum.auto()
-    Any = enum.auto()
-
-    def __repr__(self) -> str:
-        return f"MemorySpace.{self.name}"
-
-    __hash__ = object.__hash__  # by identity, as jax's
-
 
 Space = MemorySpace

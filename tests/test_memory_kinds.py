@@ -1,9 +1,8 @@
 """Memory kinds on CPU against jax: the memories a device addresses, ``memory_kind`` of
 shardings (checked, compared, printed as jax's), ``with_memory_kind``, ``jax.memory``.
 
-minijax keeps arrays in device memory: putting one in host memory (``device_put`` to a
-``pinned_host`` sharding, ``jit`` shardings in host memory) is a NotImplementedError
-naming the memory kind, never an array whose sharding names a memory it is not in.
+Arrays in host memory (``device_put``, ``jit`` over them, memory-kind propagation,
+lowering) are tested in ``tests/sharding/test_memory_kinds.py``.
 """
 
 import jax
@@ -95,22 +94,3 @@ def test_device_memory_arrays_like_jax():
         d, memory_kind="device"))(a)
     assert out.sharding.memory_kind == "device"
     np.testing.assert_array_equal(np.asarray(out), x * 2)
-
-
-@pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
-def test_host_memory_is_refused(kind):
-    """jax puts the array in host memory; minijax says it cannot (not a wrong sharding)."""
-    x = np.arange(4.0, dtype=np.float32)
-    d, jd = minijax.devices()[0], jax.devices()[0]
-    js = jax.sharding.SingleDeviceSharding(jd, memory_kind=kind)
-    ja = jax.device_put(x, js)
-    assert ja.sharding.memory_kind == kind
-    s = minijax.sharding.SingleDeviceSharding(d, memory_kind=kind)
-    with pytest.raises(NotImplementedError, match=f"memory kind '{kind}'"):
-        minijax.device_put(x, s)
-    with pytest.raises(NotImplementedError, match=f"memory kind '{kind}'"):
-        minijax.device_put({"a": x}, {"a": s})
-    with pytest.raises(NotImplementedError, match="out_shardings: memory kind"):
-        minijax.jit(lambda v: v * 2, out_shardings=s)(x)
-    with pytest.raises(NotImplementedError, match="in_shardings: memory kind"):
-        minijax.jit(lambda v: v * 2, in_shardings=s)(x)

@@ -135,7 +135,11 @@ class _PullbackSpec:
         for i, (c, a) in enumerate(zip(ct_flat, self.out_avals)):
             ca, expected = get_aval(c), tangent_aval(a)
             if ca.shape != a.shape or (ca.dtype != expected.dtype
-                                       and expected.dtype != dtypes.float0):
+                                       and expected.dtype != dtypes.float0) or \
+                    getattr(ca, "memory_space", None) is not getattr(a, "memory_space", None):
+                if getattr(a, "memory_space", None) is not getattr(expected, "memory_space",
+                                                                   None):
+                    expected = expected.update(memory_space=a.memory_space)
                 raise ValueError(
                     f"unexpected type for the cotangent {_leaf_name(cts[0], i)} given to the "
                     f"vjp function: got {ca.str_short()}, but expected "

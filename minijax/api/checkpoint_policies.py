@@ -3,13 +3,15 @@
 
 A policy is called as ``policy(primitive, *input_avals, **params)`` for each equation
 of the checkpointed function's forward pass whose result the backward pass needs; True
-means the result is saved (a residual), False that it is recomputed. Offloading to
-host memory is treated as saving (minijax has one memory space).
+means the result is saved (a residual), False that it is recomputed; an
+``Offloadable(src, dst)`` that it is saved in memory ``dst`` (``"pinned_host"``) and
+brought back to ``src`` for the backward pass, as in jax.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 __all__ = ["checkpoint_dots", "checkpoint_dots_with_no_batch_dims", "dots_saveable",
            "dots_with_no_batch_dims_saveable", "everything_saveable", "nothing_saveable",
@@ -18,6 +20,14 @@ __all__ = ["checkpoint_dots", "checkpoint_dots_with_no_batch_dims", "dots_saveab
            "save_from_both_policies", "save_only_these_names"]
 
 _DOTS = ("dot_general", "conv_general_dilated")
+
+
+class Offloadable(NamedTuple):
+    """A policy's decision to save a value in memory ``dst`` (a memory kind such as
+    ``"pinned_host"``), brought back to memory ``src`` where the backward pass needs it."""
+
+    src: Any
+    dst: Any
 
 
 def everything_saveable(prim, *avals, **params) -> bool:
@@ -88,9 +98,20 @@ def save_and_offload_only_these_names(*, names_which_can_be_saved,
                          f"`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
                          f"names_which_can_be_saved={saved}, names_which_can_be_offloaded="
                          f"{offloaded} and the intersection={both}")
-    return save_only_these_names(*(saved | offloaded))
+    offload = Offloadable(src=offload_src, dst=offload_dst)
+
+    def policy(prim, *_, **params):
+        name = _name_of(prim, params)
+        if name in saved:
+            return True
+        if name in offloaded:
+            return offload
+        return False
+    return policy
 
 
 def offload_dot_with_no_batch_dims(offload_src, offload_dst) -> Callable:
-    """Offload (here: save) matrix multiplications without batch dimensions."""
-    return dots_with_no_batch_dims_saveable
+    """Offload matrix multiplications without batch dimensions (to ``offload_dst``)."""
+    offload = Offloadable(src=offload_src, dst=offload_dst)
+    return lambda prim, *avals, **params: (
+        offload if dots_with_no_batch_dims_saveable(prim, *avals, **params) else False)

@@ -20,13 +20,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, mem_kind_to_space
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.primitives import jit_p
 from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, trace_state,
                                 eval_jaxpr, get_aval, trace_to_jaxpr, use_trace)
 from minijax.core.traceback_util import api_boundary
 from minijax.lax.convert import convert_element_type
+from minijax.lax.device_put_op import device_put_p
+from minijax.api.checkpoint_policies import Offloadable
+from minijax.runtime.memory_kinds import ALWAYS_COPY
 from minijax.api.vmap import vmap
 from minijax.api.naming import wraps
 from minijax.stages.common import fun_name
@@ -701,15 +704,23 @@ def _checkpoint_partial_eval(eqn, unknowns):
     closed = p["jaxpr"]
     pe = partial_eval_jaxpr(closed.jaxpr, unknowns)
     n_known_out = len(pe.known.outvars) - pe.num_res
-    saved = _saved_by_policy(pe.known, n_known_out, p["policy"])
+    saved, offloads = _saved_by_policy(pe.known, n_known_out, p["policy"])
+    # offloaded values: saved in their memory (device_put), brought back to recompute
+    kept, moves = list(saved), []
+    for i, v in enumerate(saved):
+        how = offloads.get(id(v))
+        if how is not None:
+            kept[i] = Var(v.aval.update(memory_space=mem_kind_to_space(how.dst)))
+            moves.append(JaxprEqn(device_put_p, [v], [kept[i]], _offload_params(how.dst),
+                                  eqn.ctx, eqn.source))
     known_only = dce_jaxpr(Jaxpr(pe.known.constvars, pe.known.invars,
-                                 pe.known.outvars[:n_known_out] + saved, pe.known.eqns,
-                                 pe.known.debug_info))
+                                 pe.known.outvars[:n_known_out] + kept,
+                                 pe.known.eqns + moves, pe.known.debug_info))
     known_in = [a for a, u in zip(eqn.invars, unknowns) if not u]
     unknown_in = [a for a, u in zip(eqn.invars, unknowns) if u]
     known_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if not u]
     unknown_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if u]
-    saved_outer = [Var(v.aval) for v in saved]
+    saved_outer = [Var(v.aval) for v in kept]
     known = JaxprEqn(checkpoint_p, known_in, known_outvars + saved_outer,
                      dict(p, jaxpr=ClosedJaxpr(known_only, closed.consts)), eqn.ctx, eqn.source)
     # Recompute: (known inputs, saved values, unknown inputs) -> unknown outputs.
@@ -718,12 +729,15 @@ def _checkpoint_partial_eval(eqn, unknowns):
     nk, ns = len(known_in), len(saved)
 
     def recompute(*xs):
-        given = {id(v): x for v, x in zip(saved, xs[nk:nk + ns])}
+        back = [x if offloads.get(id(v)) is None else
+                device_put_p.bind(x, **_offload_params(offloads[id(v)].src))[0]
+                for v, x in zip(saved, xs[nk:nk + ns])]
+        given = {id(v): x for v, x in zip(saved, back)}
         known_outs = _eval_reusing(pe.known, closed.consts, xs[:nk], given)
         res = known_outs[n_known_out:]
         return eval_jaxpr(pe.unknown, [], *res, *xs[nk + ns:]), None
 
-    rj, rconsts, _ = trace_to_jaxpr(recompute, k_avals + [v.aval for v in saved] + u_avals,
+    rj, rconsts, _ = trace_to_jaxpr(recompute, k_avals + [v.aval for v in kept] + u_avals,
                                     DebugInfo("checkpoint", "recompute", None))
     res_vars = [a for a in known_in if isinstance(a, Var)] + saved_outer
     unknown = JaxprEqn(checkpoint_p, known_in + saved_outer + unknown_in, unknown_outvars,
@@ -731,21 +745,35 @@ def _checkpoint_partial_eval(eqn, unknowns):
     return [known], [unknown], res_vars
 
 
-def _saved_by_policy(known: Jaxpr, n_out: int, policy) -> list:
+def _saved_by_policy(known: Jaxpr, n_out: int, policy) -> tuple[list, dict]:
     """The outputs of ``known``'s equations that ``policy(prim, *in_avals, **params)``
-    saves and that the residuals (outputs from ``n_out`` on) depend on."""
+    saves and that the residuals (outputs from ``n_out`` on) depend on; and, for those
+    it offloads (an ``Offloadable``), id of the var -> that decision."""
     if policy is None:
-        return []
+        return [], {}
     needed = {id(v) for v in known.outvars[n_out:] if isinstance(v, Var)}
-    saved = []
+    saved, offloads = [], {}
     for e in reversed(known.eqns):
         if not any(id(v) in needed for v in e.outvars):
             continue
-        if policy(e.primitive, *[a.aval for a in e.invars], **e.params):
-            saved.extend(v for v in e.outvars if id(v) in needed)
+        how = policy(e.primitive, *[a.aval for a in e.invars], **e.params)
+        if how:
+            outs = [v for v in e.outvars if id(v) in needed]
+            saved.extend(outs)
+            if isinstance(how, Offloadable):
+                offloads.update((id(v), how) for v in outs)
         else:
             needed.update(id(a) for a in e.invars if isinstance(a, Var))
-    return saved[::-1]
+    return saved[::-1], offloads
+
+
+_ALWAYS_COPY = ALWAYS_COPY
+
+
+def _offload_params(kind: str) -> dict:
+    """``device_put_p``'s parameters moving one value to memory ``kind``, as jax's remat."""
+    return {"copy_semantics": (_ALWAYS_COPY,), "devices": (mem_kind_to_space(kind),),
+            "srcs": (None,)}
 
 
 def _eval_reusing(jaxpr: Jaxpr, consts, args, given: dict) -> list:

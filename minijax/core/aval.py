@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 import operator
 
@@ -77,6 +78,32 @@ def _invalid_shape_error(shape, context: str) -> TypeError:
     return TypeError(msg)
 
 
+class MemorySpace(enum.Enum):
+    """Where an array lives, as its type says (``minijax.memory.Space``): ``Device``, a
+    device's own memory; ``Host``, host memory the device addresses (an array in
+    ``pinned_host`` memory); ``Any``, either."""
+
+    Device = enum.auto()
+    Host = enum.auto()
+    Any = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"MemorySpace.{self.name}"
+
+    __hash__ = object.__hash__  # by identity, as jax's
+
+
+def mem_kind_to_space(kind: str | None) -> MemorySpace:
+    """The memory space of an array in memory ``kind``: ``Host`` for ``pinned_host``,
+    ``Device`` otherwise (``unpinned_host`` too, as in jax)."""
+    return MemorySpace.Host if kind == "pinned_host" else MemorySpace.Device
+
+
+def mem_space_to_kind(space: MemorySpace) -> str:
+    """The memory kind a result in ``space`` is placed in."""
+    return "pinned_host" if space is MemorySpace.Host else "device"
+
+
 class AbstractValue:
     """The base class of abstract values (jax.core.AbstractValue): ``ShapedArray``."""
 
@@ -90,10 +117,11 @@ class ShapedArray(AbstractValue):
     dtype in promotion (``x_f16 * 2.0`` stays float16).
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash", "_sharding")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash", "_sharding", "_memory_space")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None,
+                 memory_space: MemorySpace | None = None):
         # Fields are set once, through the slot descriptors: a ShapedArray is immutable
         # (avals are shared and interned, so changing one in place would change the type
         # of every array and tracer holding it).
@@ -104,8 +132,15 @@ class ShapedArray(AbstractValue):
         if sharding is not None and _normalize_sharding is not None:
             sharding = _normalize_sharding(sharding, len(shape))
         _set_sharding(self, sharding)
-        _set_hash(self, hash((shape, dtype, weak_type)) if sharding is None
-                  else hash((shape, dtype, weak_type, sharding)))
+        # None: device memory (the common case, kept out of the hash and comparisons)
+        if memory_space is MemorySpace.Device:
+            memory_space = None
+        _set_memory_space(self, memory_space)
+        if memory_space is None:
+            _set_hash(self, hash((shape, dtype, weak_type)) if sharding is None
+                      else hash((shape, dtype, weak_type, sharding)))
+        else:
+            _set_hash(self, hash((shape, dtype, weak_type, sharding, memory_space)))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"ShapedArray is immutable: cannot set {name!r}; "
@@ -135,20 +170,31 @@ class ShapedArray(AbstractValue):
             raise AttributeError("ShapedArray.sharding needs minijax.runtime.sharding")
         return _unsharded(len(self.shape))
 
-    def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
+    @property
+    def memory_space(self) -> MemorySpace:
+        """Where the value lives (``MemorySpace.Host`` for an array in ``pinned_host``
+        memory, else ``MemorySpace.Device``)."""
+        ms = self._memory_space
+        return MemorySpace.Device if ms is None else ms
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
+               memory_space=None) -> ShapedArray:
         """A copy with the given fields changed. The sharding is kept when the shape
-        is (and dropped with a new shape unless given)."""
+        is (and dropped with a new shape unless given); the memory space is kept
+        unless given."""
         if sharding is None:
             sharding = self._sharding if shape is None else None
         elif no_sharding_constraint(sharding):
             sharding = None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding)
+                           self.weak_type if weak_type is None else weak_type, sharding,
+                           self._memory_space if memory_space is None else memory_space)
 
     def strip_weak_type(self) -> ShapedArray:
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
-                                                           self._sharding)
+                                                           self._sharding,
+                                                           self._memory_space)
 
     def to_tangent_aval(self) -> ShapedArray:
         """The type of this value's tangents (jax's ``to_tangent_aval``): itself for
@@ -160,7 +206,8 @@ class ShapedArray(AbstractValue):
     def __eq__(self, other) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self._sharding == other._sharding)
+                and self._sharding == other._sharding
+                and self._memory_space is other._memory_space)
 
     def __hash__(self) -> int:
         return self._hash
@@ -173,8 +220,11 @@ class ShapedArray(AbstractValue):
         """``f32[3,4]`` as in jaxprs; ``f32[8@x,4]`` for a dimension split over the
         explicit mesh axis ``x`` (as jax writes sharded types)."""
         sh = self._sharding
+        dt = dtypes.short_name(self.dtype)
+        if self._memory_space is not None:  # f32<host>[8], as jax writes it
+            dt = f"{dt}<{self._memory_space.name.lower()}>"
         if sh is None:
-            return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+            return f"{dt}[{','.join(map(str, self.shape))}]"
         dims = []
         for d, n in enumerate(self.shape):
             axes = sh.spec.axes_of(d)
@@ -184,9 +234,18 @@ class ShapedArray(AbstractValue):
                 dims.append(f"{n}@{axes[0]}")
             else:
                 dims.append(f"{n}@({','.join(axes)})")
-        return f"{dtypes.short_name(self.dtype)}[{','.join(dims)}]"
+        return f"{dt}[{','.join(dims)}]"
 
     __str__ = str_short
+
+
+def long_str(aval: ShapedArray) -> str:
+    """``float32<host>[4,2]``: the type with the dtype's full name, as jax's error
+    messages write it (``str_short`` writes ``f32<host>[4,2]``)."""
+    dt = "float0" if aval.dtype == dtypes.float0 else aval.dtype.name
+    if aval._memory_space is not None:
+        dt = f"{dt}<{aval._memory_space.name.lower()}>"
+    return f"{dt}[{','.join(map(str, aval.shape))}]"
 
 
 # The unsharded NamedSharding of an ndim-d value; set by minijax.runtime.sharding (the
@@ -215,6 +274,7 @@ _set_dtype = ShapedArray.dtype.__set__
 _set_weak_type = ShapedArray.weak_type.__set__
 _set_hash = ShapedArray._hash.__set__
 _set_sharding = ShapedArray._sharding.__set__
+_set_memory_space = ShapedArray._memory_space.__set__
 
 
 class ShapeDtypeStruct:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import MemorySpace, ShapedArray, long_str
 from minijax.core.ref import ClosedOverRef, _RefEscape
 from minijax.core.sharding_rules import propagate
 from minijax.core.lru import MemoCache
@@ -328,12 +328,60 @@ def _with_sharding_rule(prim: Primitive, fn: Callable) -> Callable:
                 params.get("sharding") is not None and "sharding" in prim.rules):
             return propagate(prim, avals, params, out)
         for a in avals:
-            if getattr(a, "_sharding", None) is not None:
-                return propagate(prim, avals, params, out)
+            if getattr(a, "_sharding", None) is not None or \
+                    getattr(a, "_memory_space", None) is not None:
+                return _propagate_types(prim, avals, params, out)
         return out
     abstract_eval.__wrapped__ = fn
     abstract_eval.__name__ = getattr(fn, "__name__", "abstract_eval")
     return abstract_eval
+
+
+def _propagate_types(prim: Primitive, avals: Sequence[Any], params: dict, out: Any):
+    """``out`` with the explicit shardings and the memory spaces its operands imply."""
+    if any(getattr(a, "_sharding", None) is not None for a in avals):
+        out = propagate(prim, avals, params, out)
+    if any(getattr(a, "_memory_space", None) is not None for a in avals):
+        out = _propagate_memory_space(prim, avals, params, out)
+    return out
+
+
+def _default_memory_space(prim: Primitive, avals: Sequence[Any]) -> MemorySpace:
+    """jax's rule for the memory space of a primitive's results: that of its operands
+    of rank 1 or more (which must agree: ValueError), ``Device`` when it has none."""
+    if avals and all(getattr(a, "memory_space", None) is MemorySpace.Any for a in avals):
+        return MemorySpace.Any
+    prev = None
+    for a in avals:
+        if type(a) is not ShapedArray or not a.shape:
+            continue
+        if prev is not None and prev.memory_space is not a.memory_space:
+            raise ValueError(
+                f"memory_space of all inputs passed to `{prim.name}` must be the same. Got "
+                f"one operand with type: {long_str(prev)} and another operand with type: "
+                f"{long_str(a)}")
+        prev = a
+    return MemorySpace.Device if prev is None else prev.memory_space
+
+
+def _propagate_memory_space(prim: Primitive, avals: Sequence[Any], params: dict, out: Any):
+    """``out`` with the memory space of its results, when an operand is in host memory:
+    the primitive's own rule (``prim.rules["memory_space"]``, one space or a list), else
+    jax's default rule. A primitive with a sub-jaxpr (a call, a loop) keeps what its
+    jaxpr's results say."""
+    rule = prim.rules.get("memory_space")
+    if rule is None:
+        if any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in params.values()):
+            return out
+        space = _default_memory_space(prim, avals)
+        spaces = [space] * (len(out) if prim.multiple_results else 1)
+    else:
+        got = rule(*avals, **params)
+        spaces = list(got) if prim.multiple_results else [got]
+    outs = list(out) if prim.multiple_results else [out]
+    new = [o.update(memory_space=ms) if type(o) is ShapedArray and ms is not o.memory_space
+           else o for o, ms in zip(outs, spaces)]
+    return new if prim.multiple_results else new[0]
 
 
 # ---- abstract values of Python values ------------------------------------------------

@@ -350,7 +350,7 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                  num_replicas: int = 1, num_partitions: int = 1,
                  outer_metadata: tuple = (), axis_env: tuple = (),
                  result_attrs: Sequence[str] | None = None, with_info: bool = False,
-                 sdy=None):
+                 sdy=None, result_placements: Sequence[str | None] | None = None):
     """The StableHLO text of ``module @<module_name>`` whose ``@main`` computes ``closed``.
 
     ``axis_env`` (``((name, size), ...)``) binds named axes: collectives lower to
@@ -359,7 +359,9 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
     ``mhlo.sharding = "{replicated}"``, ``tf.aliasing_output = 0 : i32``).
     With ``with_info`` the result is ``(text, LoweringInfo)``. ``sdy``: for a module
     partitioned by Shardy, its mesh table (``lowering.sdy.Meshes``, already holding the
-    meshes that ``arg_attrs``/``result_attrs`` name).
+    meshes that ``arg_attrs``/``result_attrs`` name). ``result_placements``: per result,
+    a memory kind it must be placed in (``annotate_device_placement``, as jax writes a
+    result sharding's memory kind) or None.
     """
     # The builder makes many small objects and no cycles worth collecting mid-way: the
     # collector's passes over them grew lowering superlinearly (0.125 s instead of
@@ -372,7 +374,8 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
                              arg_attrs=arg_attrs, num_replicas=num_replicas,
                              num_partitions=num_partitions, outer_metadata=outer_metadata,
                              axis_env=axis_env, result_attrs=result_attrs,
-                             with_info=with_info, sdy=sdy)
+                             with_info=with_info, sdy=sdy,
+                             result_placements=result_placements)
     finally:
         if gc_was_on:
             gc.enable()
@@ -380,7 +383,7 @@ def lower_module(closed: ClosedJaxpr, *, module_name: str, name_prefix: str,
 
 def _lower_module(closed, *, module_name, name_prefix, arg_names, result_names, arg_attrs,
                   num_replicas, num_partitions, outer_metadata, axis_env, result_attrs,
-                  with_info, sdy=None):
+                  with_info, sdy=None, result_placements=None):
     mod = ModuleBuilder(module_name, {
         "mhlo.num_partitions": f"{num_partitions} : i32",
         "mhlo.num_replicas": f"{num_replicas} : i32",
@@ -398,6 +401,9 @@ def _lower_module(closed, *, module_name, name_prefix, arg_names, result_names, 
     else:
         outs = lower_jaxpr_into(fn, closed.jaxpr, closed.consts, fn.args, name_prefix,
                                 outer_metadata)
+    if result_placements is not None:
+        outs = [o if kind is None else _annotate_placement(fn, o, kind)
+                for o, kind in zip(outs, result_placements)]
     fn.results = outs
     if result_names is not None or result_attrs is not None:
         fn.result_attrs = []
@@ -423,6 +429,17 @@ def _lower_module(closed, *, module_name, name_prefix, arg_names, result_names, 
 
 
 _I32 = ShapedArray((), np.int32)
+
+
+def _annotate_placement(fn: FunctionBuilder, x: Value, kind: str) -> Value:
+    """``x`` marked to be placed in memory ``kind`` (XLA's ``annotate_device_placement``
+    custom call, which places a result in that memory)."""
+    return fn.op("stablehlo.custom_call", [x], x.aval, {
+        "backend_config": '""',
+        "call_target_name": '"annotate_device_placement"',
+        "has_side_effect": "true",
+        "mhlo.frontend_attributes": f'{{_xla_buffer_placement = "{kind}"}}',
+    })
 
 
 def _add_dim_args(fn: FunctionBuilder, dim_vars: Sequence[str]) -> None:

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax
 
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import ShapedArray, mem_kind_to_space
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharding as _sharding
+from minijax.runtime.memory_kinds import memory_of_aval
 from minijax.runtime._native import speedups
 
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
@@ -417,15 +418,24 @@ def intern_aval(aval: ShapedArray, device: Any = None) -> ShapedArray:
     """The canonical, immortal object equal to ``aval`` for arrays on ``device``
     (the default device if None), or laid out as ``device`` when it is a multi-device
     sharding (``minijax.sharding.NamedSharding``...)."""
+    if aval._memory_space is not None:  # the placement says where it is
+        aval = ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval._sharding)
+    if type(device) is _jax.SingleDeviceSharding:  # in a memory of one device
+        if device.memory_kind == "device":
+            device = device._device
     if device is not None and device != _backend.get_backend().default_device:
         key = (aval, device)
         a = _interned_elsewhere.get(key)
         if a is None:
             a = _interned_elsewhere.setdefault(
                 key, ShapedArray(aval.shape, aval.dtype, aval.weak_type,
-                                 _sharding.aval_sharding(device, len(aval.shape))))
+                                 _sharding.aval_sharding(device, len(aval.shape)),
+                                 mem_kind_to_space(getattr(device, "memory_kind", None))))
             if isinstance(device, _sharding.Sharding):
                 _sharding_of_aval[id(a)] = device
+            elif type(device) is _jax.SingleDeviceSharding and \
+                    device.memory_kind != "device":
+                memory_of_aval[id(a)] = device
         return a
     a = _interned.get(aval)
     if a is None:
@@ -545,19 +555,29 @@ def _shard_buffers(arr: Array) -> dict:
         arr._check_alive()
         with _backend.no_jax_import():  # jaxlib's C++ looks for jax's sharding classes
             bufs = arr._buf._arrays
-    return {b._sharding._device: b for b in bufs}
+    return {_buffer_device(b): b for b in bufs}
+
+
+def _buffer_device(b: Any) -> Any:
+    s = b._sharding
+    if type(s) is _jax.SingleDeviceSharding:
+        return s._device
+    return s._devices[0]  # a one-device GSPMDSharding (a shard moved between memories)
 
 
 def _shards(arr: Array, sharding) -> list[Shard]:
     bufs = _shard_buffers(arr)
     aval = arr.aval
+    kind = getattr(sharding, "memory_kind", None) or "device"
     out = []
     for d, index, rep in _indices_with_replicas(sharding, aval.shape):
         b = bufs.get(d)
         if b is None:
             continue
         shape = tuple(len(range(*i.indices(n))) for i, n in zip(index, aval.shape))
-        shard_aval = intern_aval(ShapedArray(shape, aval.dtype, aval.weak_type), d)
+        shard_aval = intern_aval(ShapedArray(shape, aval.dtype, aval.weak_type),
+                                 d if kind == "device" else
+                                 _jax.SingleDeviceSharding(d, memory_kind=kind))
         out.append(Shard(d, index, rep, _wrap(b, shard_aval)))
     return out
 

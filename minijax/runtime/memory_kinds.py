@@ -1,17 +1,32 @@
 """Memory kinds: the memories a device addresses (``device``, ``pinned_host``,
 ``unpinned_host`` on CPU), as shardings name them (``Sharding.memory_kind``).
 
-minijax keeps arrays in device memory; a sharding may name another memory kind (checked
-as jax checks it), but placing data there is refused (``check_device_memory``).
+An array lives in one of them: ``device_put(x, SingleDeviceSharding(d,
+memory_kind="pinned_host"))`` puts it in that memory of ``d`` (jaxlib's memory
+spaces); its ``.sharding.memory_kind`` says where it is, and its type says
+``MemorySpace.Host`` for ``pinned_host`` (``f32<host>[8]``), ``MemorySpace.Device``
+otherwise, as in jax. The interned avals of arrays outside device memory are
+recorded here (``memory_of_aval``), so the dispatch paths, which look arrays up by the
+id of their aval, tell them apart from device arrays at no cost.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["canonical_memory_kind", "check_device_memory"]
+from jaxlib import _jax
+
+__all__ = ["ALWAYS_COPY", "REUSE_INPUT", "canonical_memory_kind", "is_default_kind",
+           "memory_of_aval"]
+
+# device_put's copy semantics (its ``copy_semantics`` parameter), jaxlib's enum as jax's
+ALWAYS_COPY = _jax.ArrayCopySemantics.ALWAYS_COPY
+REUSE_INPUT = _jax.ArrayCopySemantics.REUSE_INPUT
 
 _default_kinds: dict = {}  # device -> its default memory kind
+# id of an interned aval -> the SingleDeviceSharding (with a memory kind other than
+# "device") of the single-device arrays that have it
+memory_of_aval: dict[int, Any] = {}
 
 
 def canonical_memory_kind(kind: Any, device: Any) -> str | None:
@@ -33,13 +48,6 @@ def canonical_memory_kind(kind: Any, device: Any) -> str | None:
     return kind
 
 
-def check_device_memory(sharding: Any, what: str) -> None:
-    """NotImplementedError for a sharding in memory other than the devices' own: minijax
-    keeps arrays in device memory (the sharding would report a memory the data is not
-    in)."""
-    kind = getattr(sharding, "_memory_kind", None)
-    if kind is None or kind == "device":
-        return
-    raise NotImplementedError(
-        f"{what}: memory kind {kind!r} is not supported by minijax, which keeps arrays in "
-        "device memory (memory_kind='device')")
+def is_default_kind(kind: str | None) -> bool:
+    """Whether ``kind`` is the devices' own memory (None: unspecified)."""
+    return kind is None or kind == "device"

@@ -101,10 +101,16 @@ class ShardedExecutable(Executable):
             else:
                 outs.append(_sharding.sharding_from_hlo(hlo, placement.devices, len(a.shape),
                                                         candidates))
+        if len(placement.devices) == 1 and all(
+                type(s) is _jax.SingleDeviceSharding for s in outs):
+            # one device: each result in the memory XLA placed it in (memory kinds)
+            outs = _in_memories(loaded, placement.devices[0], len(outs)) or outs
+        else:  # over a mesh: in the memory XLA placed each result in
+            outs = _with_memories(loaded, outs)
         self.out_shardings = tuple(outs)
         # a jaxlib SingleDeviceSharding (one device, no candidate) is its device's layout
-        self.out_avals = [intern_aval(ShapedArray(a.shape, a.dtype, a.weak_type),
-                                      s._device if type(s) is _jax.SingleDeviceSharding else s)
+        # (in the memory it names)
+        self.out_avals = [intern_aval(ShapedArray(a.shape, a.dtype, a.weak_type), s)
                           for a, s in zip(out_avals, outs)]
         # float0 results (tangents of integers) are bool zeros on the devices, handed
         # back as NumPy float0 arrays, as for one device
@@ -168,6 +174,42 @@ class ShardedExecutable(Executable):
 # is full, about a third of a small call's CPU time on 8 devices; executions of one
 # program on the same devices finish in order, so one wait drains the window.)
 MAX_IN_FLIGHT = 8
+
+
+def _in_memories(loaded: Any, device: Any, n: int) -> list | None:
+    """Per result of a single-device executable, the ``SingleDeviceSharding`` of the
+    memory XLA places it in (``device``, ``pinned_host``...), or None if it does not
+    say."""
+    try:
+        kinds = loaded.get_output_memory_kinds()[0]
+    except Exception:  # noqa: BLE001 - not reported by this backend
+        return None
+    if len(kinds) != n:
+        return None
+    return [_backend.sharding_for(device) if k == "device" else
+            _memory_sharding(device, k) for k in kinds]
+
+
+def _with_memories(loaded: Any, outs: list) -> list:
+    try:
+        kinds = loaded.get_output_memory_kinds()[0]
+    except Exception:  # noqa: BLE001 - not reported by this backend
+        return outs
+    if len(kinds) != len(outs):
+        return outs
+    return [s.with_memory_kind(k) if k != getattr(s, "memory_kind", k)
+            and hasattr(s, "with_memory_kind") else s for s, k in zip(outs, kinds)]
+
+
+_memory_shardings: dict = {}
+
+
+def _memory_sharding(device: Any, kind: str) -> Any:
+    s = _memory_shardings.get((device, kind))
+    if s is None:
+        s = _memory_shardings.setdefault((device, kind),
+                                         _jax.SingleDeviceSharding(device, memory_kind=kind))
+    return s
 
 
 def _bounded(run, placement):

@@ -38,8 +38,7 @@ from jaxlib import _jax, xla_client
 
 from minijax.core import aval as _aval
 from minijax.core import sharding_rules as _srules
-from minijax.runtime.memory_kinds import (canonical_memory_kind,  # noqa: F401
-                                           check_device_memory)
+from minijax.runtime.memory_kinds import canonical_memory_kind  # noqa: F401
 from minijax.runtime import backend as _backend
 from minijax.runtime.single_device_sharding import SingleDeviceSharding
 
@@ -902,9 +901,11 @@ def jaxlib_sharding(sharding: Sharding, ndim: int) -> Any:
     key = (sharding, ndim)
     s = _jaxlib_shardings.get(key)
     if s is None:
+        kind = getattr(sharding, "_memory_kind", None)
+        extra = {} if kind is None or kind == "device" else {"memory_kind": kind}
         s = _jaxlib_shardings.setdefault(key, _jax.GSPMDSharding(
             _jax.DeviceList(tuple(sharding._device_assignment)),
-            sharding._to_xla_hlo_sharding(ndim)))
+            sharding._to_xla_hlo_sharding(ndim), **extra))
     return s
 
 

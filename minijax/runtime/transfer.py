@@ -22,13 +22,15 @@ from jaxlib import _jax
 
 from minijax.config import config
 from minijax.core import dtypes
-from minijax.core.aval import ShapedArray
+from minijax.core.aval import MemorySpace, ShapedArray, mem_space_to_kind
+from minijax.lax.device_put_op import device_put_p
 from minijax.core.lru import MemoCache
 from minijax.core.trace import Tracer
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharded_executable as _sharded
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.pytree import transform_registry as registry
+from minijax.runtime.memory_kinds import REUSE_INPUT
 from minijax.runtime.array import (Array, _Locked, _sharding_of_aval, _wrap, intern_aval,
                                    to_numpy)
 
@@ -268,12 +270,17 @@ def device_put(x: Any, device: _backend.Device | None = None) -> Array:
     ``set_mesh`` set.
     """
     if device is not None and not isinstance(device, _backend.Device):
+        if type(device) is MemorySpace:  # that memory of x's device
+            device = _in_space(x, device)
+            if device is None:
+                return device_put(x)
         if isinstance(device, _sharding.PartitionSpec):  # over the mesh set_mesh set
             device = _sharding.named_from_spec(device, "device_put")
-        _sharding.check_device_memory(device, "device_put")
         if isinstance(device, _sharding.Sharding):
             return put_sharded(x, device)
         if isinstance(device, _jax.SingleDeviceSharding):
+            if device.memory_kind != "device":  # pinned_host, unpinned_host
+                return put_in_memory(x, device)
             device = device._device
     t = type(x)
     if t is Array:
@@ -318,6 +325,25 @@ def _host_value(x: Any) -> tuple[np.ndarray, bool]:
     return (value if value.dtype == cdt else value.astype(cdt)), False
 
 
+def put_in_memory(x: Any, sharding: Any) -> Array:
+    """``x`` on the device of the ``SingleDeviceSharding`` ``sharding``, in the memory it
+    names (``pinned_host``, ``unpinned_host``: ``device.addressable_memories()``); an
+    Array already there is returned as it is."""
+    device = sharding._device
+    src = x if type(x) is Array else device_put(x, device)
+    src._check_alive()
+    if _sharding_of_aval.get(id(src.aval)) is not None:  # sharded: gathered first
+        src = _copy_array(src, device)
+    have = src._buf._sharding
+    if have == sharding:
+        return src
+    aval = src.aval
+    buf = _batched_device_put(aval, sharding, [src._buf], [device], True, True, _COPY,
+                              config.enable_x64)
+    return _wrap(buf, intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type),
+                                  sharding))
+
+
 def put_sharded(x: Any, sharding: Any) -> Array:
     """Lay ``x`` out over the devices of ``sharding``: each device of this process gets
     one buffer holding its slice (``sharding.devices_indices_map``), not a copy of the
@@ -326,11 +352,20 @@ def put_sharded(x: Any, sharding: Any) -> Array:
 
     Raises ``ValueError`` when the sharding does not fit the value's shape.
     """
+    kind = sharding.memory_kind
+    if kind is not None and kind != "device":  # laid out in device memory, then moved
+        placed = put_sharded(x, sharding.with_memory_kind("device"))
+        return _move_to_memory(placed, sharding) if placed is not x else x
     if type(x) is Array:
         x._check_alive()
         src = _sharding_of_aval.get(id(x.aval))
         if src == sharding:
             return x
+        if src is not None and src.memory_kind != "device":  # back to device memory first
+            x = _move_to_memory(x, src.with_memory_kind("device"))
+            src = _sharding_of_aval.get(id(x.aval))
+            if src == sharding:
+                return x
         if src is not None and _sharded.can_reshard(src, sharding):
             return _sharded.reshard(x, src, sharding)  # on the devices, by XLA
         if (src is not None and src.is_fully_addressable
@@ -340,6 +375,29 @@ def put_sharded(x: Any, sharding: Any) -> Array:
             return _spread(x, sharding)
     value, weak = _host_value(x)
     return put_shards(value, weak, sharding)
+
+
+def _move_to_memory(x: Array, sharding: Any) -> Array:
+    """The sharded Array ``x`` in the memory ``sharding`` names, each shard where it
+    is (``sharding`` lays it out as ``x`` is laid out)."""
+    src = _sharding_of_aval.get(id(x.aval))
+    if src == sharding:
+        return x
+    aval = x.aval
+    kind = sharding.memory_kind
+    shard_aval = ShapedArray(sharding.shard_shape(aval.shape), aval.dtype, aval.weak_type)
+    x64 = config.enable_x64
+    bufs = []
+    for sh in x.addressable_shards:  # each shard copied into that memory of its device
+        d = sh.device
+        target = _sharding_for(d) if kind == "device" else \
+            _jax.SingleDeviceSharding(d, memory_kind=kind)
+        bufs.append(_batched_device_put(shard_aval, target, [sh.data._buf], [d], True, True,
+                                        _COPY, x64))
+    interned = intern_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type), sharding)
+    buf = _jax.ArrayImpl(interned, _sharding.jaxlib_sharding(sharding, len(aval.shape)), bufs,
+                         True, _skip_checks=True)
+    return _wrap(buf, interned)
 
 
 def put_shards(value: np.ndarray, weak: bool, sharding: Any) -> Array:
@@ -385,7 +443,8 @@ def _copy_array(x: Array, device, force: bool = False) -> Array:
     with _Locked(x):  # a delete() in another thread waits for the copy
         if buf.is_deleted():
             raise RuntimeError(x._deleted_message())
-        if buf._sharding._device == device and not force:
+        if buf._sharding._device == device and not force and \
+                buf._sharding.memory_kind == "device":
             return x
         try:
             out = _batched_device_put(x.aval, s, [buf], [device], True, True, _COPY,
@@ -498,7 +557,33 @@ def block_until_ready(x: Any) -> Any:
 
 def _is_placement(d: Any) -> bool:
     return d is None or isinstance(d, (_backend.Device, _sharding.Sharding,
-                                       _jax.SingleDeviceSharding, _sharding.PartitionSpec))
+                                       _jax.SingleDeviceSharding, _sharding.PartitionSpec,
+                                       MemorySpace))
+
+
+_COPY_SEMANTICS = REUSE_INPUT
+
+
+def _names_memory(d: Any) -> bool:
+    """Whether the target ``d`` names a memory: a memory space, or a sharding in memory
+    other than the devices' own."""
+    if type(d) is MemorySpace:
+        return d is not MemorySpace.Any
+    kind = getattr(d, "memory_kind", None)
+    return kind is not None and kind != "device"
+
+
+def _in_space(leaf: Any, space: MemorySpace) -> Any:
+    """The target of a concrete ``device_put(leaf, space)``: that memory of the leaf's
+    device (or layout)."""
+    if space is MemorySpace.Any:
+        return None
+    kind = mem_space_to_kind(space)
+    src = _sharding_of_aval.get(id(leaf.aval)) if type(leaf) is Array else None
+    if src is not None:
+        return src.with_memory_kind(kind)
+    device = leaf.device if type(leaf) is Array else _backend.get_backend().default_device
+    return _jax.SingleDeviceSharding(device, memory_kind=kind)
 
 
 _SINGLE_LEAF = frozenset((Array, np.ndarray) + _PY_SCALARS)
@@ -556,14 +641,21 @@ def device_put_tree(x: Any, device: Any = None, *, donate: Any = False,
                 "`minijax.device_put` only accepts `None`, `minijax.sharding.Sharding`, "
                 "`minijax.Device`, `minijax.sharding.PartitionSpec` or a pytree of these "
                 f"values. Received invalid value: {d!r}")
-        _sharding.check_device_memory(d, "device_put")
     out = []
     for leaf, d, dn, m in zip(leaves, targets, donates, aliases):
         if m and dn:
             raise ValueError("may_alias and donate cannot be True at the same time.")
         if isinstance(leaf, Tracer):
+            if _names_memory(d) or (  # a transfer between memories in the program (its type)
+                    getattr(leaf.aval, "memory_space", None) is MemorySpace.Host
+                    and getattr(d, "memory_kind", None) is not None):
+                leaf, = device_put_p.bind(leaf, copy_semantics=(_COPY_SEMANTICS,),
+                                          devices=(d,), srcs=(None,))
             out.append(leaf)
-        elif type(leaf) is Array and not (not dn if m is None else m):
+            continue
+        if type(d) is MemorySpace:
+            d = _in_space(leaf, d)
+        if type(leaf) is Array and not (not dn if m is None else m):
             out.append(_fresh_copy(leaf, leaf.device if d is None else d))
         else:
             out.append(device_put(leaf, d))
@@ -589,10 +681,16 @@ def _per_leaf(name: str, spec: Any, is_leaf, x: Any, treedef) -> list:
 def _fresh_copy(x: Array, target: Any) -> Array:
     """A new Array holding ``x``'s value on ``target`` (a device or a sharding)."""
     if isinstance(target, _jax.SingleDeviceSharding):
+        if target.memory_kind != "device":  # a copy, then into that memory
+            return put_in_memory(_copy_array(x, target._device, force=True), target)
         target = target._device
     if isinstance(target, _backend.Device):
         return _copy_array(x, target, force=True)
     value, weak = _host_value(x)
+    kind = getattr(target, "memory_kind", None)
+    if kind is not None and kind != "device":  # laid out in device memory, then moved
+        return _move_to_memory(put_shards(value, weak, target.with_memory_kind("device")),
+                               target)
     return put_shards(value, weak, target)
 
 
@@ -610,3 +708,12 @@ def device_get(x: Any) -> Any:
     out = [leaf if isinstance(leaf, Tracer) or not hasattr(leaf, "__array__")
            else leaf.__array__() for leaf in leaves]
     return treedef.unflatten(out)
+
+
+def _device_put_impl(*xs, devices, srcs, copy_semantics):
+    """``device_put_p`` run eagerly (its operands concrete, e.g. the primal side of a
+    ``jvp``): each operand moved as ``device_put`` moves it."""
+    return [x if d is None else device_put_tree(x, d) for x, d in zip(xs, devices)]
+
+
+device_put_p.def_impl(_device_put_impl)

@@ -16,6 +16,7 @@ from minijax.core.aval import (ShapedArray, ShapeDtypeStruct, canonicalize_shape
                                check_nonnegative_shape)
 from minijax.core.trace import Tracer, get_aval
 from minijax.runtime.array import Array
+from minijax.runtime.memory_kinds import memory_of_aval
 from minijax._pytree import keystr
 
 
@@ -246,6 +247,9 @@ def call_device(args: Sequence[Any]):
     device = None
     for x in args:
         if type(x) is Array:
+            if id(x.aval) in memory_of_aval:  # in host memory
+                from minijax.stages.sharded import placement_of
+                return placement_of(args)
             d = x.device  # RuntimeError for a deleted array
             if d == home or d == device:
                 continue

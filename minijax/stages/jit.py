@@ -495,7 +495,7 @@ class Wrapped(DispatchBase):
                 device = call_device(leaves)  # None: the default device; or a Placement
                 if not isinstance(device, Placement):  # a shard_map inside needs its mesh
                     device = mesh_placement(entry.closed, leaves, device)
-            device = explicit_placement(device, entry.in_avals, entry.out_avals)
+            device = explicit_placement(device, entry.in_avals, entry.out_avals, entry.closed)
             if self._device is not None:
                 device = _placed(self._name, self._device, device)
             # The executable cache, else what jit(f).trace(*args).lower().compile() does.
@@ -602,7 +602,8 @@ class Wrapped(DispatchBase):
                      else aot_device(leaves))
         if not isinstance(placement, Placement):
             placement = mesh_placement(entry.closed, leaves, placement)
-        placement = explicit_placement(placement, entry.in_avals, entry.out_avals)
+        placement = explicit_placement(placement, entry.in_avals, entry.out_avals,
+                                       entry.closed)
         if self._device is not None and not isinstance(placement, Placement):
             placement = _placed(self._name, self._device, placement)
         # or one device other than the default (the arguments' or device=): compiled for it
@@ -692,7 +693,7 @@ def _placed(name: str, wanted, found):
 
 def _check_shardings(spec: Any, what: str) -> Any:
     """``spec`` unless something in it is neither a sharding, None nor a container."""
-    from minijax.runtime.sharding import PartitionSpec, check_device_memory, is_sharding
+    from minijax.runtime.sharding import PartitionSpec, is_sharding
 
     def leaf(x):  # a PartitionSpec is over the mesh in context at call time, as jax
         return x is None or is_sharding(x) or isinstance(x, PartitionSpec)
@@ -703,7 +704,6 @@ def _check_shardings(spec: Any, what: str) -> Any:
         if s is not None and not is_sharding(s):
             raise TypeError(f"jit {what} must be shardings (NamedSharding, "
                             f"SingleDeviceSharding), None, or pytrees of them; got {s!r}")
-        check_device_memory(s, f"jit {what}")
     return spec
 
 

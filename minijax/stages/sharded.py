@@ -20,13 +20,16 @@ from typing import Any
 
 import weakref
 
-from minijax.core.aval import ShapeDtypeStruct
+from minijax.core.aval import MemorySpace, ShapeDtypeStruct, long_str, mem_space_to_kind
+from minijax.lax.device_put_op import device_put_p
 from minijax.lax.shard_map import shard_map_p
 from minijax.lax.sharding import sharding_constraint_p
 from minijax.runtime import sharding as _sharding
 from minijax.runtime.array import Array, _sharding_of_aval, intern_aval
-from minijax.runtime.backend import default_device
+from minijax.runtime.backend import default_device, sharding_for
+from minijax.runtime.memory_kinds import memory_of_aval
 from minijax.runtime.placement import Placement
+from minijax.runtime.sharding import SingleDeviceSharding
 from minijax.runtime.transfer import device_put
 from minijax.stages.common import call_device, sharding_mismatch
 from minijax.config import config
@@ -41,6 +44,109 @@ def _is_single(s: Any) -> bool:
     return not isinstance(s, _sharding.Sharding)
 
 
+# ---- memory kinds: a call on one device with values in host memory -----------------------
+
+def _in_memory(s: Any) -> bool:
+    """Whether ``s`` is a ``SingleDeviceSharding`` in memory other than the device's."""
+    return type(s) is SingleDeviceSharding and s.memory_kind != "device"
+
+
+def array_memory(x: Any) -> Any:
+    """The ``SingleDeviceSharding`` of a single-device Array (its memory kind
+    included), None for other values."""
+    if type(x) is Array:
+        s = memory_of_aval.get(id(x.aval))
+        if s is not None:
+            return s
+        if _sharding_of_aval.get(id(x.aval)) is None:
+            return sharding_for(x.device)
+    elif type(x) is ShapeDtypeStruct and type(x.sharding) is SingleDeviceSharding:
+        return x.sharding
+    return None
+
+
+def memory_placement(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
+                     out_shardings: Sequence[Any] | None = None) -> Placement | None:
+    """The placement of a single-device call whose arguments or results (``in_shardings``,
+    ``out_shardings``: per leaf, a requested sharding or None) are in memory other than
+    the device's (``pinned_host``, ``unpinned_host``), else None: one device, with a
+    ``SingleDeviceSharding`` per argument (its memory kind) and per requested result.
+
+    Raises ``ValueError`` as jax does when an argument is in another memory than its
+    ``in_shardings`` entry names."""
+    given = [*(in_shardings or ()), *(out_shardings or ())]
+    if any(isinstance(s, _sharding.Sharding) for s in given):
+        return None  # over a mesh: the sharded path
+    found = [array_memory(x) for x in args]
+    if not any(_in_memory(s) for s in (*found, *given)):
+        return None
+    if any(type(x) is Array and _sharding_of_aval.get(id(x.aval)) is not None for x in args):
+        return None
+    device = next((s._device for s in (*found, *given) if _in_memory(s)), None)
+    chosen = []
+    for i, x in enumerate(args):
+        want = in_shardings[i] if in_shardings is not None else None
+        have = found[i]
+        if want is not None:
+            if have is not None and type(x) is Array and have.memory_kind != want.memory_kind:
+                raise ValueError(
+                    "Memory kinds passed to jax.jit does not match memory kind on the "
+                    f"respective arg. Got jit memory kind: {want.memory_kind}, arg memory "
+                    f"kind: {have.memory_kind} for arg type: {long_str(x.aval)}")
+            have = want
+        elif have is not None and not _in_memory(have):
+            # in device memory: unconstrained, as jax leaves its uncommitted arrays (minijax
+            # does not track which arrays jax would commit: results of computations on
+            # uncommitted ones are not)
+            have = None
+        if have is not None and have._device != device:
+            have = None
+        chosen.append(have)
+    outs = None
+    if out_shardings is not None:
+        outs = tuple(s if s is None or s._device == device else
+                     _single_err(s) for s in out_shardings)
+    return Placement((device,), chosen, outs)
+
+
+def is_memory_placement(placement: Any) -> bool:
+    """Whether ``placement`` is a single-device one of ``memory_placement``."""
+    return isinstance(placement, Placement) and all(
+        s is None or type(s) is SingleDeviceSharding
+        for s in (*placement.in_shardings, *(placement.out_shardings or ())))
+
+
+def _memory_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                  arg_attrs: Sequence[str] | None) -> dict:
+    """``sharding_attrs`` of a ``memory_placement``, as jax writes them: a parameter in
+    host memory gets ``mhlo.memory_kind`` and its (replicated) ``sdy.sharding``; each
+    result ``mhlo.memory_kind``, that of its requested sharding (then marked with
+    ``annotate_device_placement``, with its ``sdy.sharding``) or the memory of its type
+    (``pinned_host`` for ``MemorySpace.Host``)."""
+    sdy = _sdy.Meshes(placement.devices)
+    empty = _sharding.AbstractMesh((), ())
+
+    def attr(kind, ndim):
+        return (f"mhlo.memory_kind = {string_attr(kind)}, "
+                f"sdy.sharding = #sdy.sharding{sdy.replicated(empty, ndim)}")
+    args = []
+    for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
+        base = arg_attrs[i] if arg_attrs else ""
+        text = "" if s is None else attr(s.memory_kind, len(a.shape))
+        args.append(", ".join(t for t in (base, text) if t))
+    outs = placement.out_shardings or (None,) * len(out_avals)
+    results, placed = [], []
+    for a, s in zip(out_avals, outs):
+        if s is None:
+            results.append(f"mhlo.memory_kind = {string_attr(mem_space_to_kind(a.memory_space))}")
+            placed.append(None)
+        else:
+            results.append(attr(s.memory_kind, len(a.shape)))
+            placed.append(s.memory_kind)
+    return {"arg_attrs": args, "result_attrs": results, "num_partitions": 1, "sdy": sdy,
+            "result_placements": placed}
+
+
 def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
                  out_shardings: Sequence[Any] | None = None) -> Placement | None:
     """The placement of a call on ``args``, or None when no argument is sharded and no
@@ -50,6 +156,9 @@ def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
     Array argument keeps its own layout and other values are replicated).
     Raises ``ValueError`` for arguments on different sets of devices.
     """
+    placed = memory_placement(args, in_shardings, out_shardings)
+    if placed is not None:  # in host memory, on one device
+        return placed
     chosen: list[Any] = []
     devices = None
     for i, x in enumerate(args):
@@ -104,8 +213,8 @@ def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
 def aot_device(args: Sequence[Any]) -> Any:
     """``call_device`` for ``jit(...).trace``/``lower``, whose arguments may also be
     ``ShapeDtypeStruct``s carrying a multi-device ``sharding``: then their placement."""
-    if any(type(x) is ShapeDtypeStruct and isinstance(x.sharding, _sharding.Sharding)
-           for x in args):
+    if any(type(x) is ShapeDtypeStruct and (isinstance(x.sharding, _sharding.Sharding)
+                                             or _in_memory(x.sharding)) for x in args):
         return placement_of(args)
     return call_device(args)
 
@@ -115,12 +224,33 @@ def check_compiled_args(args: Sequence[Any], placement: Placement, names) -> Non
     ``Compiled`` program is laid out otherwise than the program was compiled for
     (``names(i)``: argument ``i``'s name). Other values are laid out as needed."""
     bad = []
+    memory = is_memory_placement(placement)
     for i, (x, want) in enumerate(zip(args, placement.in_shardings)):
         if type(x) is Array:
             have = _sharding_of_aval.get(id(x.aval))
             if have is not None and have != want:
                 bad.append(f"Argument {names(i)} with shape {x.aval.str_short()}:\n"
                            f"  Passed sharding: {have}\n  Required sharding: {want}")
+            elif memory:  # one device: in the memory compiled for
+                have = array_memory(x)
+                if want is None:
+                    want = sharding_for(placement.devices[0])
+                if _in_memory(have) and have.memory_kind != want.memory_kind:
+                    bad.append(_memory_mismatch(names(i), x, have, want))
+    sharding_mismatch(bad)
+
+
+def _memory_mismatch(name: str, x: Any, have: Any, want: Any) -> str:
+    return (f"Argument {name} with shape {long_str(x.aval)}:\n"
+            f"  Passed sharding: {have}\n  Required sharding: {want}")
+
+
+def check_device_memory_args(args: Sequence[Any], device: Any, names) -> None:
+    """jax's ValueError for an argument in host memory passed to a ``Compiled`` program
+    compiled for arguments in device memory."""
+    bad = [_memory_mismatch(names(i), x, memory_of_aval[id(x.aval)], sharding_for(device))
+           for i, x in enumerate(args)
+           if type(x) is Array and id(x.aval) in memory_of_aval]
     sharding_mismatch(bad)
 
 
@@ -133,7 +263,9 @@ def interned_ids(avals: Sequence[Any], device: Any) -> tuple[int, ...]:
     """The aval ids that Array arguments of ``avals`` have when a call runs on
     ``device`` (a device, a Placement or None): the fast paths' keys."""
     if isinstance(device, Placement):
-        return tuple(id(intern_aval(a, s)) for a, s in zip(avals, device.in_shardings))
+        home = device.devices[0]  # where a memory placement's unconstrained ones are
+        return tuple(id(intern_aval(a, home if s is None else s))
+                     for a, s in zip(avals, device.in_shardings))
     return tuple(id(intern_aval(a, device)) for a in avals)
 
 
@@ -142,6 +274,8 @@ def put_args(args: Sequence[Any], placement: Placement) -> list:
     (sharded Arrays already so are used as they are)."""
     out = []
     for x, s in zip(args, placement.in_shardings):
+        if s is None:  # unconstrained, on the one device of a memory placement
+            s = placement.devices[0]
         if type(x) is Array and _sharding_of_aval.get(id(x.aval)) == s:
             out.append(x._buf)
         else:
@@ -179,29 +313,47 @@ def sharding_attrs(placement: Placement, in_avals: Sequence[Any], out_avals: Seq
     parameter, ``result_attrs`` for requested output layouts, ``num_partitions`` and,
     for Shardy (``use_shardy``), ``sdy``, the module's mesh table: ``sdy.sharding``
     attributes then, ``mhlo.sharding`` ones (GSPMD) otherwise."""
+    if is_memory_placement(placement):
+        return _memory_attrs(placement, in_avals, out_avals, arg_attrs)
     sdy = _sdy.Meshes(placement.devices) if use_shardy(placement) else None
 
     def attr(s, ndim):
         if sdy is not None:
             return f"sdy.sharding = {sdy.attr(s, ndim)}"
         return f"mhlo.sharding = {string_attr(s.hlo_text(ndim))}"
+    # memory kinds other than the devices' own anywhere: every parameter and result says
+    # its memory (mhlo.memory_kind), as jax writes it
+    kinds = not all(getattr(s, "memory_kind", None) in (None, "device")
+                    for s in (*placement.in_shardings, *(placement.out_shardings or ()))) \
+        or any(getattr(a, "_memory_space", None) is not None for a in out_avals)
     args = []
     for i, (a, s) in enumerate(zip(in_avals, placement.in_shardings)):
         _sharding.check_sharding_shape(s, a.shape, f"argument {i}")
         text = attr(s, len(a.shape))
+        if kinds:
+            text = f"mhlo.memory_kind = {string_attr(s.memory_kind)}, {text}"
         base = arg_attrs[i] if arg_attrs else ""
         args.append(f"{base}, {text}" if base else text)
-    results = None
-    if placement.out_shardings is not None:
-        results = []
-        for i, (a, s) in enumerate(zip(out_avals, placement.out_shardings)):
+    results = placed = None
+    if placement.out_shardings is not None or kinds:
+        results, placed = [], []
+        outs = placement.out_shardings or (None,) * len(out_avals)
+        for i, (a, s) in enumerate(zip(out_avals, outs)):
             if s is None:
-                results.append("")
+                results.append(f"mhlo.memory_kind = "
+                               f"{string_attr(mem_space_to_kind(a.memory_space))}"
+                               if kinds else "")
+                placed.append(None)
                 continue
             _sharding.check_sharding_shape(s, a.shape, f"output {i}")
-            results.append(attr(s, len(a.shape)))
+            text = attr(s, len(a.shape))
+            if kinds:
+                text = f"mhlo.memory_kind = {string_attr(s.memory_kind)}, {text}"
+            results.append(text)
+            placed.append(s.memory_kind if kinds else None)
     return {"arg_attrs": args, "result_attrs": results,
-            "num_partitions": len(placement.devices), "sdy": sdy}
+            "num_partitions": len(placement.devices), "sdy": sdy,
+            "result_placements": placed if kinds else None}
 
 
 def _sharding_constraint_impl(x, *, sharding):
@@ -303,12 +455,49 @@ def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
 
 # ---- sharding in types: results laid out as their types say ---------------------------
 
-def explicit_placement(device: Any, in_avals: Sequence[Any], out_avals: Sequence[Any]) -> Any:
+_transfers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Jaxpr -> bool
+
+
+def transfers_memory(jaxpr: Any) -> bool:
+    """Whether ``jaxpr`` (or a jaxpr inside it) moves a value between memories: a
+    ``device_put`` naming a memory space or kind other than the devices' own."""
+    found = _transfers.get(jaxpr)
+    if found is None:
+        found = False
+        for e in jaxpr.eqns:
+            if e.primitive is device_put_p and any(
+                    isinstance(d, MemorySpace) or getattr(d, "memory_kind", None)
+                    not in (None, "device") for d in e.params["devices"]):
+                found = True
+                break
+            for v in e.params.values():
+                for inner in (v if isinstance(v, (tuple, list)) else (v,)):  # cond branches
+                    inner = getattr(inner, "jaxpr", inner)
+                    if hasattr(inner, "eqns") and transfers_memory(inner):
+                        found = True
+                        break
+                if found:
+                    break
+            if found:
+                break
+        _transfers[jaxpr] = found
+    return found
+
+
+def explicit_placement(device: Any, in_avals: Sequence[Any], out_avals: Sequence[Any],
+                       closed: Any = None) -> Any:
     """``device`` (a device, a Placement or None), with every result whose aval carries
     an explicit sharding (sharding in types) laid out so: the Placement's
     ``out_shardings`` filled in over the concrete mesh (the arguments' or the one in
     context); a Placement replicating the arguments over that mesh when no argument
     is sharded."""
+    if not isinstance(device, Placement) and (
+            any(getattr(a, "_memory_space", None) is not None for a in out_avals)
+            or (closed is not None and transfers_memory(closed.jaxpr))):
+        # results in host memory, or transfers between memories: every result says where
+        # it is (mhlo.memory_kind), as jax lowers it
+        home = default_device() if device is None else device
+        device = Placement((home,), [None] * len(in_avals), None)
     wanted = [getattr(a, "_sharding", None) for a in out_avals]
     if all(s is None for s in wanted):
         return device

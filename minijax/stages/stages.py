@@ -317,8 +317,11 @@ class Compiled(_StageInfo, DispatchBase):
         if self._placement is None:
             from minijax.runtime.backend import sharding_for
             ins = [sharding_for(self._exe.device)] * len(self._entry.in_avals)
-        else:
-            ins = list(self._placement.in_shardings)
+        else:  # None: unconstrained on the one device of a memory placement
+            from minijax.runtime.backend import sharding_for
+            home = self._placement.devices[0]
+            ins = [sharding_for(home) if s is None else s
+                   for s in self._placement.in_shardings]
         return self._entry.in_tree.unflatten(ins)
 
     @property
@@ -376,6 +379,8 @@ class Compiled(_StageInfo, DispatchBase):
                         f"{expected.str_short()} but called with {got.str_short()}")
             if self._placement is None:
                 check_on_device(leaves, self._exe.device, self._entry.arg_names)
+                from minijax.stages.sharded import check_device_memory_args
+                check_device_memory_args(leaves, self._exe.device, self._arg_name)
             else:
                 from minijax.stages.sharded import check_compiled_args
                 check_compiled_args(leaves, self._placement, self._arg_name)
