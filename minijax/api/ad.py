@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
 from minijax.core.trace import DebugInfo, eval_jaxpr, get_aval, made_in_trace, trace_to_jaxpr
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import GRAD_DOC, VALUE_AND_GRAD_DOC, index_or_tuple, wraps
-from minijax.stages.common import fun_name
+from minijax.stages.common import abstractify, fun_name
 from minijax.lax.convert import convert_element_type
 from minijax.runtime.transfer import device_put
 from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass, instantiate, jvp_flat,
@@ -333,7 +334,8 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to transpose is deprecated")
     p_flat, in_tree = tree_flatten(primals)
-    in_avals = [get_aval(x) for x in p_flat]
+    # only shapes and dtypes matter: avals and ShapeDtypeStructs stand for arrays (as jax)
+    in_avals = [x if isinstance(x, ShapedArray) else abstractify(x) for x in p_flat]
     box = []
 
     def flat_fun(*xs):

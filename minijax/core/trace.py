@@ -492,6 +492,12 @@ class Trace:
     def concrete_value(self, tracer: Tracer, what: str):
         raise ConcretizationTypeError(f"{what} needs a concrete value")
 
+    @property
+    def main(self) -> Trace:
+        """An identity for this trace, the same for all its tracers (jax's ``trace.main``,
+        kept there for libraries that compare ``x._trace.main is main``)."""
+        return self
+
     def is_ancestor_of_or_self(self, other: Trace) -> bool:
         t = other
         while t is not None:

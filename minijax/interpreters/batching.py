@@ -1,9 +1,13 @@
 """``jax.interpreters.batching``: vmap rules of primitives, registered on minijax's.
 
 A rule in ``primitive_batchers`` is ``rule(batched_args, batch_dims, **params) ->
-(out, out_dim)`` (``not_mapped``, i.e. None, for an unbatched value); one in
-``axis_primitive_batchers`` also gets the axis first: ``rule(axis_data, batched_args,
-batch_dims, **params)``, ``axis_data`` with ``size`` and ``name``.
+(out, out_dim)`` (``not_mapped``, i.e. None, for an unbatched value); the operands and their batch
+dimensions come as tuples, as jax gives them; one in
+``axis_primitive_batchers`` also gets the axis first, in jax's older convention:
+``rule(axis_size, axis_name, trace_type, batched_args, batch_dims, **params)``; one in
+``fancy_primitive_batchers`` is ``rule(axis_data, batched_args, batch_dims, **params)``,
+``axis_data`` with ``size`` and ``name``. Rules of these two are called even when no
+operand is batched, as jax calls them.
 """
 
 from __future__ import annotations
@@ -31,21 +35,36 @@ class AxisData(NamedTuple):
 
 
 def _plain(prim: Primitive, rule: Callable) -> Callable:
+    prim.rules.pop("batch_always", None)
+
     def batch(trace, vals, dims, **params):
-        return rule(vals, dims, **params)
+        return rule(tuple(vals), tuple(dims), **params)
     return batch
 
 
 def _with_axis(prim: Primitive, rule: Callable) -> Callable:
+    # jax's older convention ``rule(axis_size, axis_name, trace_type, vals, dims)``,
+    # called (as in jax) even when no operand is batched.
+    prim.rules["batch_always"] = True
+
     def batch(trace, vals, dims, **params):
-        return rule(AxisData(trace.axis_name, trace.axis_size), vals, dims, **params)
+        return rule(trace.axis_size, trace.axis_name, None, tuple(vals), tuple(dims), **params)
+    return batch
+
+
+def _fancy(prim: Primitive, rule: Callable) -> Callable:
+    # ``rule(axis_data, vals, dims)``, called (as in jax) even when no operand is batched.
+    prim.rules["batch_always"] = True
+
+    def batch(trace, vals, dims, **params):
+        return rule(AxisData(trace.axis_name, trace.axis_size), tuple(vals), tuple(dims),
+                    **params)
     return batch
 
 
 primitive_batchers = RuleRegistry("batch", _plain, key="_jax_batch")
 axis_primitive_batchers = RuleRegistry("batch", _with_axis, key="_jax_axis_batch")
-fancy_primitive_batchers = RuleRegistry(
-    "batch", lambda prim, rule: rule, key="_jax_fancy_batch")  # rule(trace, vals, dims)
+fancy_primitive_batchers = RuleRegistry("batch", _fancy, key="_jax_fancy_batch")
 
 
 def moveaxis(x, src: int, dst: int):

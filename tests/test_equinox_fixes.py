@@ -1,0 +1,159 @@
+"""Behaviours equinox's test suite relies on, each compared against jax on the same inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.extend.core
+import minijax.interpreters.ad
+import minijax.interpreters.batching
+import minijax.interpreters.mlir
+import minijax.numpy
+
+jax = pytest.importorskip("jax")
+import jax.extend.core  # noqa: E402
+import jax.interpreters.ad  # noqa: E402
+import jax.interpreters.batching  # noqa: E402
+import jax.interpreters.mlir  # noqa: E402
+
+
+class _Lib:
+    """jax or minijax, with the modules a library registers primitives through."""
+
+    def __init__(self, top, core, ad, batching, mlir):
+        self.top, self.core, self.ad, self.batching, self.mlir = top, core, ad, batching, mlir
+        self.jnp = top.numpy
+
+
+LIBS = {
+    "minijax": _Lib(minijax, minijax.extend.core, minijax.interpreters.ad,
+                    minijax.interpreters.batching, minijax.interpreters.mlir),
+    "jax": _Lib(jax, jax.extend.core, jax.interpreters.ad, jax.interpreters.batching,
+                jax.interpreters.mlir),
+}
+
+
+def _both(run):
+    got, want = run(LIBS["minijax"]), run(LIBS["jax"])
+    return got, want
+
+
+def _scaled_prim(lib, name, register_batch):
+    """A primitive ``x -> 2 * x`` (multiple results) whose batching rule is registered by
+    ``register_batch(prim, calls)``; ``calls`` records what the rule was given."""
+    p = lib.core.Primitive(name)
+    p.multiple_results = True
+    p.def_impl(lambda x: [2 * x])
+    p.def_abstract_eval(lambda x: [x])
+    lib.mlir.register_lowering(p, lib.mlir.lower_fun(lambda x: [2 * x], multiple_results=True))
+    calls = []
+    register_batch(p, calls)
+    return p, calls
+
+
+def test_axis_primitive_batchers_older_convention_called_unbatched_too():
+    def run(lib):
+        def register(p, calls):
+            def rule(axis_size, axis_name, trace_type, vals, dims):
+                calls.append((axis_size, axis_name, trace_type, type(vals).__name__,
+                              type(dims).__name__, tuple(dims)))
+                (x,), (d,) = vals, dims
+                return p.bind(x), [d]
+            lib.batching.axis_primitive_batchers[p] = rule
+        p, calls = _scaled_prim(lib, "scaled_axis", register)
+        x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+        out = lib.top.vmap(lambda v: p.bind(v)[0], axis_name="i")(x)
+        # an operand that is not batched: jax still calls the rule
+        out2 = lib.top.vmap(lambda v: p.bind(lib.jnp.ones(2))[0] + v, axis_name="j")(x)
+        return np.asarray(out), np.asarray(out2), calls
+
+    (o, o2, calls), (wo, wo2, wcalls) = _both(run)
+    np.testing.assert_array_equal(o, wo)
+    np.testing.assert_array_equal(o2, wo2)
+    assert calls == wcalls == [(3, "i", None, "tuple", "tuple", (0,)),
+                               (3, "j", None, "tuple", "tuple", (None,))]
+
+
+def test_fancy_and_plain_primitive_batchers_conventions():
+    def run(lib):
+        def fancy(p, calls):
+            def rule(axis_data, vals, dims):
+                calls.append(("fancy", axis_data.size, axis_data.name, type(vals).__name__,
+                              tuple(dims)))
+                (x,), (d,) = vals, dims
+                return p.bind(x), [d]
+            lib.batching.fancy_primitive_batchers[p] = rule
+
+        def plain(p, calls):
+            def rule(vals, dims):
+                calls.append(("plain", type(vals).__name__, type(dims).__name__, tuple(dims)))
+                (x,), (d,) = vals, dims
+                return p.bind(x), [d]
+            lib.batching.primitive_batchers[p] = rule
+        pf, cf = _scaled_prim(lib, "scaled_fancy", fancy)
+        pp, cp = _scaled_prim(lib, "scaled_plain", plain)
+        x = np.arange(4.0, dtype=np.float32)
+        outs = []
+        for p in (pf, pp):
+            outs.append(np.asarray(lib.top.vmap(lambda v: p.bind(v)[0], axis_name="k")(x)))
+            outs.append(np.asarray(lib.top.vmap(
+                lambda v: p.bind(lib.jnp.ones(()))[0] + v, axis_name="k")(x)))
+        return outs, cf + cp
+
+    (outs, calls), (wouts, wcalls) = _both(run)
+    for a, b in zip(outs, wouts):
+        np.testing.assert_array_equal(a, b)
+    assert calls == wcalls
+
+
+def test_primitive_jvp_rule_gets_tuples():
+    def run(lib):
+        p = lib.core.Primitive("scaled_jvp")
+        p.multiple_results = True
+        p.def_impl(lambda x: [2 * x])
+        p.def_abstract_eval(lambda x: [x])
+        seen = []
+
+        def jvp(primals, tangents):
+            seen.append((type(primals).__name__, type(tangents).__name__))
+            return p.bind(*primals), [2 * tangents[0]]
+        lib.ad.primitive_jvps[p] = jvp
+        out = lib.top.jvp(lambda v: p.bind(v)[0], (np.float32(3.0),), (np.float32(1.0),))
+        return [float(o) for o in out], seen
+
+    (out, seen), (wout, wseen) = _both(run)
+    assert out == wout and seen == wseen == [("tuple", "tuple")]
+
+
+def test_trace_main_identifies_the_trace_of_its_tracers():
+    def run(lib):
+        res = []
+
+        def f(x):
+            main = lib.core.find_top_trace([x]).main
+            y = x * 2
+            res.append((main is not None, x._trace.main is main, y._trace.main is main))
+            return y
+        lib.top.jvp(f, (np.float32(1.0),), (np.float32(1.0),))
+        return res
+
+    got, want = _both(run)
+    assert got == want == [(True, True, True)]
+
+
+@pytest.mark.parametrize("kind", ["aval", "struct"])
+def test_linear_transpose_at_avals_and_shape_dtype_structs(kind):
+    def run(lib):
+        if kind == "aval":
+            spec = lib.core.ShapedArray((2,), np.float32) if hasattr(lib.core, "ShapedArray") \
+                else lib.top.core.ShapedArray((2,), np.float32)
+        else:
+            spec = lib.top.ShapeDtypeStruct((2,), np.float32)
+        (ct,) = lib.top.linear_transpose(lambda v: 3 * v, spec)(np.ones(2, np.float32))
+        return np.asarray(ct), str(ct.dtype)
+
+    (ct, dt), (wct, wdt) = _both(run)
+    np.testing.assert_array_equal(ct, wct)
+    assert dt == wdt
