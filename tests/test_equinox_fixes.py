@@ -157,3 +157,44 @@ def test_linear_transpose_at_avals_and_shape_dtype_structs(kind):
     (ct, dt), (wct, wdt) = _both(run)
     np.testing.assert_array_equal(ct, wct)
     assert dt == wdt
+
+
+def test_vjp_aux_leaves_that_are_not_arrays_come_back_as_they_are():
+    def run(lib):
+        def f(x):
+            return x * 2, ("hi", object, None, 3, np.ones(2), lib.jnp.sin(x))
+        _, _, aux = lib.top.vjp(f, 1.0, has_aux=True)
+        (v, aux2), g = lib.top.value_and_grad(f, has_aux=True)(1.0)
+        return aux, aux2, float(v), float(g)
+
+    (aux, aux2, v, g), (waux, waux2, wv, wg) = _both(run)
+    for a, b in [(aux, waux), (aux2, waux2)]:
+        assert a[:4] == b[:4] == ("hi", object, None, 3)
+        assert type(a[4]) is type(b[4]) is np.ndarray
+        np.testing.assert_allclose(np.asarray(a[5]), np.asarray(b[5]), rtol=1e-6)
+    assert (v, g) == (wv, wg)
+
+
+def test_grad_of_jit_traces_custom_vjp_bwd_once():
+    def run(lib):
+        n_bwd, n_jvp = [], []
+
+        @lib.top.custom_vjp
+        def f(x):
+            return x
+
+        f.defvjp(lambda x: (x, None), lambda r, g: (n_bwd.append(1) or g + 2,))
+
+        @lib.top.custom_jvp
+        def h(x):
+            return x
+
+        h.defjvp(lambda p, t: (n_jvp.append(1) or p[0], 3 * t[0]))
+        jf = lib.top.jit(lambda x: h(f(x)))
+        x = lib.jnp.array(1.0)
+        out = [float(lib.top.grad(jf)(x)) for _ in range(3)]
+        return out, len(n_bwd), len(n_jvp)
+
+    got, want = _both(run)
+    assert got == want
+    assert want[1:] == (1, 1)

@@ -14,7 +14,8 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
-from minijax.core.trace import DebugInfo, eval_jaxpr, get_aval, made_in_trace, trace_to_jaxpr
+from minijax.core.trace import (DebugInfo, Tracer, eval_jaxpr, get_aval, made_in_trace,
+                                trace_to_jaxpr)
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import GRAD_DOC, VALUE_AND_GRAD_DOC, index_or_tuple, wraps
 from minijax.stages.common import abstractify, fun_name
@@ -88,11 +89,14 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 "(output, aux)")
             out, aux = out
-            aux_leaves, aux_tree = tree_flatten(aux)
-            box.append(aux_tree)
+            aux_all, aux_tree = tree_flatten(aux)
+            # traced aux values are extra (non-differentiated) outputs, so they come out
+            # concrete; any other leaf (a string, a concrete array) is handed back as is
+            traced = [isinstance(a, Tracer) for a in aux_all]
+            aux_leaves = [a for a, t in zip(aux_all, traced) if t]
+            box.append((aux_tree, aux_all, traced))
         leaves, tree = tree_flatten(out)
         box.insert(0, (tree, len(leaves)))
-        # aux values are extra (non-differentiated) outputs, so they come out concrete.
         return leaves + aux_leaves
 
     outs, lin, residuals = linearize_flat(flat_fun, p_flat, fun_name(fun))
@@ -106,7 +110,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     vjp_fn = Partial(spec, *residuals)
     primal_out = tree_unflatten(out_tree, [_as_array(o) for o in outs])
     if has_aux:
-        return primal_out, vjp_fn, tree_unflatten(box[1], [_as_array(a) for a in aux_vals])
+        aux_tree, aux_all, traced = box[1]
+        it = iter(aux_vals)
+        aux = [_as_array(next(it)) if t else a for a, t in zip(aux_all, traced)]
+        return primal_out, vjp_fn, tree_unflatten(aux_tree, aux)
     return primal_out, vjp_fn
 
 
