@@ -198,3 +198,23 @@ def test_grad_of_jit_traces_custom_vjp_bwd_once():
     got, want = _both(run)
     assert got == want
     assert want[1:] == (1, 1)
+
+
+@pytest.mark.parametrize("under_jit", [False, True])
+def test_jvp_outputs_with_zero_tangent_are_not_jvp_tracers(under_jit):
+    def run(lib):
+        c, seen = lib.jnp.array(1.0), []
+
+        def h(x, k):
+            return x * 2, c * 3 + k, lib.jnp.floor(x)
+
+        def f(x):
+            outs = (lib.top.jit(h) if under_jit else h)(x, 1.0)
+            seen.append([isinstance(o, lib.ad.JVPTracer) for o in outs])
+            return outs
+        out, tout = lib.top.jvp(f, (2.0,), (1.0,))
+        return seen, [float(o) for o in out], [float(t) for t in tout]
+
+    got, want = _both(run)
+    assert got == want
+    assert want[0] == [[True, False, False]]

@@ -29,9 +29,9 @@ from minijax.lax.convert import convert_element_type
 from minijax.api.vmap import vmap
 from minijax.api.naming import wraps
 from minijax.stages.common import fun_name
-from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, instantiate,
-                                   is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
-                                   transpose_jaxpr)
+from minijax.transforms.ad import (JVPTrace, PartialEvalTrace, Zero, instantiate,
+                                   is_undefined, jvp_jaxpr, maybe_jvp_tracer,
+                                   partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
 from minijax._pytree import (register_pytree_node, tree_flatten, tree_unflatten,
                              treedef_children)
@@ -179,7 +179,7 @@ class custom_jvp:
                 with use_trace(trace.parent):
                     out, tout = jvp_flat([p for p, _ in pairs], [instantiate(t) for _, t in pairs])
                 return tree_unflatten(jvp_flat.out_tree[0],
-                                      [JVPTracer(trace, o, t) for o, t in zip(out, tout)])
+                                      [maybe_jvp_tracer(trace, o, t) for o, t in zip(out, tout)])
             tr = _trace_fun(self.fun, args, nums)
             outs = custom_jvp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed,
                                           jvp=self._flat_jvp(nondiff, in_tree, tr.out_tree),
@@ -336,7 +336,7 @@ class custom_vjp:
                                                      call_jaxpr=None, fwd=fwd_flat, bwd=bwd_flat,
                                                      num_consts=0, name=name)
                 return tree_unflatten(out_tree[0],
-                                      [JVPTracer(trace, o, t) for o, t in zip(out, tout)])
+                                      [maybe_jvp_tracer(trace, o, t) for o, t in zip(out, tout)])
             tr = _trace_fun(fun, args, nums)
             fwd_flat, bwd_flat, _ = self._flat_rules(nondiff, flat, in_tree, tr.out_tree)
             outs = custom_vjp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed,

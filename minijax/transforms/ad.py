@@ -230,12 +230,20 @@ class JVPTrace(Trace):
         finally:
             _state.trace = prev
         if prim.multiple_results:
-            return [JVPTracer(self, o, t) for o, t in zip(out, t_out)]
-        return JVPTracer(self, out, t_out)
+            return [maybe_jvp_tracer(self, o, t) for o, t in zip(out, t_out)]
+        return maybe_jvp_tracer(self, out, t_out)
 
     def concrete_value(self, tracer, what):
         p = tracer.primal
         return p.to_concrete(what) if isinstance(p, Tracer) else p
+
+
+def maybe_jvp_tracer(trace: JVPTrace, primal, tangent):
+    """An output of ``trace``: the primal itself where its tangent is a symbolic zero (or
+    float0), as jax's, so it is no tracer of the jvp; a ``JVPTracer`` otherwise."""
+    if type(tangent) is Zero or getattr(tangent, "dtype", None) == dtypes.float0:
+        return primal
+    return JVPTracer(trace, primal, tangent)
 
 
 def _zero_if_float0(t):
