@@ -218,3 +218,29 @@ def test_jvp_outputs_with_zero_tangent_are_not_jvp_tracers(under_jit):
     got, want = _both(run)
     assert got == want
     assert want[0] == [[True, False, False]]
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit", "vmap", "jvp"])
+def test_make_jaxpr_closed_over_tracers_are_consts(transform):
+    def run(lib):
+        seen = []
+
+        def f(x, y):
+            z = x + y
+            closed = lib.top.make_jaxpr(lambda a: z + a)(1.0)
+            seen.append((len(closed.jaxpr.constvars), len(closed.jaxpr.invars),
+                         [c is z for c in closed.consts]))
+            return z
+        t = lib.top
+        if transform == "grad":
+            t.grad(f)(1.0, 1.0)
+        elif transform == "jit":
+            t.jit(f)(1.0, 1.0)
+        elif transform == "vmap":
+            t.vmap(f)(lib.jnp.ones(2), lib.jnp.ones(2))
+        else:
+            t.jvp(f, (1.0, 1.0), (1.0, 1.0))
+        return seen
+
+    got, want = _both(run)
+    assert got == want == [(1, 1, [True])]

@@ -12,7 +12,7 @@ from minijax import version as _version
 from minijax.config import State
 from minijax.core import lru
 from minijax.core.aval import ShapedArray, ShapeDtypeStruct
-from minijax.core.jaxpr import ClosedJaxpr, EqnContext
+from minijax.core.jaxpr import ClosedJaxpr, EqnContext, Jaxpr
 from minijax.core.trace import _state, get_aval, merge_ctx
 from minijax.core.trace import ensure_compile_time_eval  # noqa: F401  (re-exported)
 from minijax.core.traceback_util import api_boundary
@@ -33,7 +33,12 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
         entry = trace_entry(Wrapped(fun, static_argnums=static_argnums), args, kwargs)
         closed = entry.closed
         if entry.hoisted:
-            closed = ClosedJaxpr(closed.jaxpr, closed.consts)
+            # the tracers of enclosing traces it closes over are consts (as jax's), not
+            # the leading inputs a jit call passes them as
+            n, j = len(entry.hoisted), closed.jaxpr
+            closed = ClosedJaxpr(Jaxpr(list(j.invars[:n]) + list(j.constvars), j.invars[n:],
+                                       j.outvars, j.eqns, j.debug_info),
+                                 list(entry.hoisted) + list(closed.consts))
         if return_shape:
             shapes = entry.out_tree.unflatten(
                 ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
