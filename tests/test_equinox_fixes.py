@@ -244,3 +244,38 @@ def test_make_jaxpr_closed_over_tracers_are_consts(transform):
 
     got, want = _both(run)
     assert got == want == [(1, 1, [True])]
+
+
+def _types(lib, tree):
+    return lib.top.tree_util.tree_map(
+        lambda a: "array" if isinstance(a, lib.top.Array) else
+        "float" if isinstance(a, float) else type(a).__name__, tree)  # jax's TypedFloat too
+
+
+@pytest.mark.parametrize("fn", ["identity", "consts", "add", "neg", "mul", "custom_jvp"])
+def test_jvp_output_types_as_jax(fn):
+    def run(lib):
+        @lib.top.custom_jvp
+        def cj(x):
+            return x ** 2 + 1
+
+        cj.defjvp(lambda p, t: (p[0] ** 2 + 1, t[0] ** 2))
+        f = {"identity": lambda x: x, "consts": lambda x: (x, 1.0, np.float32(2)),
+             "add": lambda x: x + 1, "neg": lambda x: -x, "mul": lambda x: x * 2,
+             "custom_jvp": cj}[fn]
+        out = lib.top.jvp(f, (2.0,), (3.0,))
+        vals = lib.top.tree_util.tree_map(float, out)
+        return _types(lib, out), vals
+
+    got, want = _both(run)
+    assert got == want
+
+
+def test_vjp_primal_out_as_the_function_made_it():
+    def run(lib):
+        out, _ = lib.top.vjp(lambda x: (x, 1.0, x * 2), 2.0)
+        (v, g) = lib.top.value_and_grad(lambda x: 1.0)(2.0)
+        return _types(lib, (out, v)), float(g)
+
+    got, want = _both(run)
+    assert got == want

@@ -66,8 +66,9 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
 
     outs, touts = jvp_flat(flat_fun, p_flat, t_flat)
     out_tree = aux_box[0]
-    outs = [_as_array(o) for o in outs]
-    touts = [_as_array(instantiate(t)) for t in touts]
+    # as jax: outputs come back as the function made them (a Python float stays one); only
+    # symbolic zero tangents are made arrays
+    touts = [_as_array(instantiate(t)) if type(t) is Zero else t for t in touts]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
     if has_aux:
         return res + (aux_box[1],)
@@ -108,7 +109,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                          [tangent_aval(get_aval(p)) for p in p_flat],
                          [tangent_aval(get_aval(a)) for a in aux_vals])
     vjp_fn = Partial(spec, *residuals)
-    primal_out = tree_unflatten(out_tree, [_as_array(o) for o in outs])
+    primal_out = tree_unflatten(out_tree, outs)  # as the function made them (as jax)
     if has_aux:
         aux_tree, aux_all, traced = box[1]
         it = iter(aux_vals)
