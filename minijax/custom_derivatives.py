@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from minijax.api.custom_derivatives import (CustomVJPPrimal, closure_convert, custom_gradient,
-                                            custom_jvp, custom_jvp_call_p, custom_vjp,
-                                            custom_vjp_call_p)
-from minijax.core.aval import ShapedArray
+from minijax.api.custom_derivatives import (CustomVJPPrimal, SymbolicZero, closure_convert,
+                                            custom_gradient, custom_jvp, custom_jvp_call_p,
+                                            custom_vjp, custom_vjp_call_p)
 from minijax.core.trace import get_aval
 from minijax.transforms.ad import tangent_aval, zeros_like_aval
 from minijax._pytree import tree_map
@@ -21,24 +20,6 @@ from minijax._pytree import tree_map
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient",
            "custom_jvp", "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
            "custom_vjp_primal_tree_values", "linear_call", "zero_from_primal"]
-
-
-class SymbolicZero:
-    """A tangent or cotangent known to be zero, of type ``aval`` (its ``shape`` and
-    ``dtype`` are the aval's)."""
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-
-    def __repr__(self) -> str:
-        return "SymbolicZero"
-
-    def instantiate(self):
-        """The zeros this stands for, as an array."""
-        return zeros_like_aval(self.aval)
 
 
 def zero_from_primal(val: Any, symbolic_zeros: bool = False):

@@ -13,7 +13,7 @@ import minijax.interpreters.mlir
 import minijax.numpy
 
 jax = pytest.importorskip("jax")
-import jax.extend.core  # noqa: E402
+import jax.extend.core  # noqa: E402, F811
 import jax.interpreters.ad  # noqa: E402
 import jax.interpreters.batching  # noqa: E402
 import jax.interpreters.mlir  # noqa: E402
@@ -279,3 +279,51 @@ def test_vjp_primal_out_as_the_function_made_it():
 
     got, want = _both(run)
     assert got == want
+
+
+def test_custom_jvp_symbolic_zeros_rule_sees_and_returns_symbolic_zeros():
+    def run(lib):
+        seen = []
+
+        @lib.top.custom_jvp
+        def f(x, y):
+            return x + y, x * y
+
+        def f_jvp(p, t):
+            x, y = p
+            tx, ty = t
+            sz = lib.top.custom_derivatives.SymbolicZero
+            seen.append((isinstance(tx, sz), isinstance(ty, sz)))
+            return f(x, y), (tx, lib.top.custom_derivatives.SymbolicZero(ty.aval))
+        f.defjvp(f_jvp, symbolic_zeros=True)
+        one = lib.jnp.array(1.0)
+        out, tout = lib.top.jvp(lambda x: f(x, one), (one,), (one,))
+        return seen, [float(o) for o in out], [float(t) for t in tout]
+
+    got, want = _both(run)
+    assert got == want == ([(False, True)], [2.0, 1.0], [1.0, 0.0])
+
+
+def test_custom_vjp_symbolic_zeros_bwd_sees_symbolic_zero_cotangents():
+    def run(lib):
+        seen = []
+        sz = lib.top.custom_derivatives.SymbolicZero
+
+        @lib.top.custom_vjp
+        def f(x, y):
+            return x + y, x * y
+
+        def fwd(x, y):
+            seen.append(("fwd", x.perturbed, y.perturbed))
+            return f(x.value, y.value), (x.value, y.value)
+
+        def bwd(res, ct):
+            c1, c2 = ct
+            seen.append(("bwd", isinstance(c1, sz), isinstance(c2, sz)))
+            return c1, sz(c1.aval)
+        f.defvjp(fwd, bwd, symbolic_zeros=True)
+        g = lib.top.grad(lambda x: f(x, lib.jnp.array(2.0))[0])(1.0)
+        return seen, float(g)
+
+    got, want = _both(run)
+    assert got == want == ([("fwd", True, False), ("bwd", False, True)], 1.0)

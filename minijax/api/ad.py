@@ -303,7 +303,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         one = np.ones((), oa.dtype)
         if oa.weak_type:  # as jax: the cotangent 1 has the output's weak type (so has g)
             py_one = 1.0 if dtypes.is_float(oa.dtype) else complex(1.0)
-            one = py_one if get_aval(py_one).dtype == oa.dtype else \
+            # an array (as jax's seed), written as a literal in a traced jaxpr
+            one = _as_array(py_one) if get_aval(py_one).dtype == oa.dtype else \
                 convert_element_type(one, oa.dtype, weak_type=True)
         g = pullback(one)
         g = g[0] if isinstance(argnums, int) else tuple(g)

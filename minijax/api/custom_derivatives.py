@@ -177,7 +177,9 @@ class custom_jvp:
                         return self(*_merge_nondiff(nondiff, diff, nums))
                 jvp_flat = self._flat_jvp(nondiff, in_tree, None)
                 with use_trace(trace.parent):
-                    out, tout = jvp_flat([p for p, _ in pairs], [instantiate(t) for _, t in pairs])
+                    out, tout = jvp_flat([p for p, _ in pairs],
+                                         [t if jvp_flat.symbolic_zeros else instantiate(t)
+                                          for _, t in pairs])
                 return tree_unflatten(jvp_flat.out_tree[0],
                                       [maybe_jvp_tracer(trace, o, t) for o, t in zip(out, tout)])
             tr = _trace_fun(self.fun, args, nums)
@@ -196,7 +198,8 @@ class custom_jvp:
 
         def jvp_flat(primals, tangents):
             p = tuple(tree_unflatten(in_tree, primals))
-            t = tuple(tree_unflatten(in_tree, tangents))
+            # symbolic_zeros=True: zero tangents come as SymbolicZero (else as zeros)
+            t = tuple(tree_unflatten(in_tree, [_to_symbolic(x) for x in tangents]))
             pair = user_jvp(*nondiff, p, t) if nums else user_jvp(p, t)
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise TypeError(f"Custom JVP rule {_name(user_jvp)} for function "
@@ -211,6 +214,7 @@ class custom_jvp:
                 raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
                                 f"the structure of the primal output {want}; got "
                                 f"{got_tree} and {tout_tree}")
+            tout_flat = [_from_symbolic(t) for t in tout_flat]
             _check_jvp_tangents(out_flat, tout_flat)
             box[0] = want
             return out_flat, tout_flat
@@ -230,7 +234,7 @@ def _check_jvp_tangents(out_flat: list, tout_flat: list) -> None:
     output: same shape, and the same dtype (float0 for integer outputs); weak types aside."""
     for o, t in zip(out_flat, tout_flat):
         primal = get_aval(o)
-        expected, got = tangent_aval(primal), get_aval(t)
+        expected, got = tangent_aval(primal), t.aval if type(t) is Zero else get_aval(t)
         if got.shape != expected.shape or got.dtype != expected.dtype:
             raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
                             f"corresponding shapes and dtypes. Expected "
@@ -247,7 +251,8 @@ def _tree_add(a, b):
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
     args = primals[num_consts:]
-    ts = [instantiate(t) for t in tangents[num_consts:]]
+    ts = [t if getattr(jvp, "symbolic_zeros", False) else instantiate(t)
+          for t in tangents[num_consts:]]
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise TypeError(f"custom_jvp function {name} closes over a value that is being "
                         "differentiated; pass it as an explicit argument instead")
@@ -382,7 +387,7 @@ class custom_vjp:
             return _bwd_cotangents(name, res, in_avals, in_tree)
 
         fwd_flat.__name__, bwd_flat.__name__ = fun_name(fwd), fun_name(bwd)  # for jaxprs
-        fwd_flat.symbolic_zeros = self.symbolic_zeros
+        fwd_flat.symbolic_zeros = bwd_flat.symbolic_zeros = self.symbolic_zeros
         return fwd_flat, bwd_flat, box
 
 
@@ -407,7 +412,11 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
                             f"primal function: cotangent {i} has structure {c_tree}, its "
                             f"argument {arg_tree}")
         for p, ct in zip(primals, c_flat):
-            a, ca = tangent_aval(p), get_aval(ct)
+            a = tangent_aval(p)
+            if a.dtype == dtypes.float0 or isinstance(ct, SymbolicZero):
+                out.append(Zero(a))
+                continue
+            ca = get_aval(ct)
             if a.dtype == dtypes.float0:
                 out.append(Zero(a))
                 continue
@@ -418,6 +427,33 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
                                  f"of type {p.str_short()}")
             out.append(ct)
     return out
+
+
+class SymbolicZero:
+    """A tangent or cotangent known to be zero, of type ``aval`` (its ``shape`` and
+    ``dtype`` are the aval's): what rules defined with ``symbolic_zeros=True`` are given
+    for (and may return as) a zero tangent or cotangent, as jax's."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def __repr__(self) -> str:
+        return "SymbolicZero"
+
+    def instantiate(self):
+        """The zeros this stands for, as an array."""
+        return instantiate(Zero(self.aval))
+
+
+def _to_symbolic(t):
+    return SymbolicZero(t.aval) if type(t) is Zero else t
+
+
+def _from_symbolic(t):
+    return Zero(t.aval) if isinstance(t, SymbolicZero) else t
 
 
 class CustomVJPPrimal:
@@ -462,7 +498,9 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 def _custom_lin_transpose(cts, *args, num_res, res_tree, bwd, out_avals):
     res = tree_unflatten(res_tree, args[:num_res])
-    cts = [instantiate(c) for c in cts]
+    # symbolic_zeros=True: zero cotangents come as SymbolicZero (else as zeros)
+    cts = [_to_symbolic(c) if getattr(bwd, "symbolic_zeros", False) else instantiate(c)
+           for c in cts]
     cts_in = bwd(res, cts)
     return [None] * num_res + list(cts_in)
 
