@@ -327,3 +327,18 @@ def test_custom_vjp_symbolic_zeros_bwd_sees_symbolic_zero_cotangents():
 
     got, want = _both(run)
     assert got == want == ([("fwd", True, False), ("bwd", False, True)], 1.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bfloat16"])
+def test_numpy_save_and_load_as_jax(tmp_path, dtype):
+    def run(lib):
+        path = tmp_path / f"{lib.top.__name__}.npy"
+        x = lib.jnp.arange(4).astype(dtype)
+        with open(path, "wb") as f:
+            lib.jnp.save(f, x)
+        y = lib.jnp.load(path)
+        return isinstance(y, lib.top.Array), str(y.dtype), np.asarray(y, np.float32)
+
+    (arr, dt, v), (warr, wdt, wv) = _both(run)
+    assert (arr, dt) == (warr, wdt) == (True, dtype)
+    np.testing.assert_array_equal(v, wv)
