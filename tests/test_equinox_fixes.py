@@ -342,3 +342,14 @@ def test_numpy_save_and_load_as_jax(tmp_path, dtype):
     (arr, dt, v), (warr, wdt, wv) = _both(run)
     assert (arr, dt) == (warr, wdt) == (True, dtype)
     np.testing.assert_array_equal(v, wv)
+
+
+def test_dtypes_bfloat16_is_the_scalar_type():
+    def run(lib):
+        b = lib.top.dtypes.bfloat16
+        x = np.float32(1.5).astype(b)
+        return (isinstance(b, type), isinstance(x, b), str(np.dtype(b)),
+                str(lib.jnp.zeros(2, b).dtype), b == lib.jnp.bfloat16)
+
+    got, want = _both(run)
+    assert got == want == (True, True, "bfloat16", "bfloat16", True)
