@@ -353,3 +353,46 @@ def test_dtypes_bfloat16_is_the_scalar_type():
 
     got, want = _both(run)
     assert got == want == (True, True, "bfloat16", "bfloat16", True)
+
+
+def test_jaxpr_interpreter_with_get_bind_params_and_eqn_effects():
+    """An interpreter of jaxprs as libraries write one (equinox's finalise_jaxpr): re-bind
+    each equation with ``get_bind_params``, running custom_jvp calls through their
+    ``subfuns``; ``eqn.effects`` says which equations have effects."""
+    def run(lib):
+        @lib.top.custom_jvp
+        def cj(x):
+            return lib.jnp.sin(x) * 2
+
+        cj.defjvp(lambda p, t: (cj(p[0]), t[0]))
+
+        def f(x):
+            lib.top.debug.print("x={x}", x=x)
+            return cj(x + 1) * 3
+
+        closed = lib.top.make_jaxpr(f)(1.0)
+
+        def interpret(x):
+            env = dict(zip(closed.jaxpr.invars, [x]))
+            read = lambda v: v.val if isinstance(v, lib.core.Literal) else env[v]  # noqa: E731
+            effects = []
+            for eqn in closed.jaxpr.eqns:
+                params = eqn.primitive.get_bind_params(eqn.params)
+                effects.append((eqn.primitive.name, len(eqn.effects) > 0))
+                ins = [read(v) for v in eqn.invars]
+                if eqn.primitive.name == "custom_jvp_call":
+                    out = params["subfuns"][0].call_wrapped(*ins)
+                else:
+                    out = eqn.primitive.bind(*ins, **params)
+                outs = out if eqn.primitive.multiple_results else [out]
+                env.update(zip(eqn.outvars, outs))
+            return [read(v) for v in closed.jaxpr.outvars], effects
+
+        (y,), effects = interpret(lib.jnp.array(0.5))
+        yj = lib.top.jit(lambda x: interpret(x)[0][0])(lib.jnp.array(0.5))
+        return float(y), float(yj), effects
+
+    got, want = _both(run)
+    assert got[:2] == pytest.approx(want[:2])
+    assert [e for _, e in got[2]] == [e for _, e in want[2]]
+    assert [n for n, _ in got[2]] == [n for n, _ in want[2]]

@@ -103,7 +103,32 @@ def _lower_inline(ctx, *args, call_jaxpr, **_):
 
 # ---- custom_jvp ----------------------------------------------------------------------------
 
-custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+class _JaxprFun:
+    """A closed jaxpr as a function (``fun(*args)`` or jax's ``fun.call_wrapped(*args)``)."""
+
+    def __init__(self, closed):
+        self.closed = closed
+
+    def call_wrapped(self, *args):
+        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+
+    __call__ = call_wrapped
+
+
+class _CustomJVPCallPrimitive(Primitive):
+    """``custom_jvp_call``: as jax's, ``get_bind_params`` gives an interpreter of jaxprs the
+    call as ``subfuns=(fun, jvp)`` (``fun.call_wrapped(*args)`` runs it); binding with
+    them uses the params as they were."""
+
+    def get_bind_params(self, params: dict) -> dict:
+        jvp = params["jvp"]
+        return dict(params, subfuns=(_JaxprFun(params["call_jaxpr"]), jvp))
+
+    def bind(self, *args, subfuns=None, **params):
+        return super().bind(*args, **params)
+
+
+custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
 custom_jvp_call_p.def_lowering(_lower_inline)
 

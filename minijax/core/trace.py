@@ -277,6 +277,12 @@ class Primitive:
             process_exception(e)
             raise
 
+    def get_bind_params(self, params: dict) -> dict:
+        """The params to re-bind an equation of this primitive with (jax's: an
+        interpreter of jaxprs calls ``prim.bind(*ins, **prim.get_bind_params(eqn.params))``);
+        minijax's equations bind with their params as they are."""
+        return dict(params)
+
     # decorators to attach rules
     def def_impl(self, fn):
         self.impl = fn
