@@ -396,3 +396,46 @@ def test_jaxpr_interpreter_with_get_bind_params_and_eqn_effects():
     assert got[:2] == pytest.approx(want[:2])
     assert [e for _, e in got[2]] == [e for _, e in want[2]]
     assert [n for n, _ in got[2]] == [n for n, _ in want[2]]
+
+
+def test_lowering_rule_with_emit_python_callback():
+    """A primitive lowered as a host callback through ``mlir.emit_python_callback`` (as
+    equinox's noinline): run under jit, vmap of jit and in a scan."""
+    def run(lib):
+        p = lib.core.Primitive("host_double")
+        p.multiple_results = True
+        calls = []
+
+        def host(x):
+            calls.append(np.shape(x))
+            return (np.asarray(x) * 2 + 1,)
+        p.def_impl(lambda x: [x * 2 + 1])
+        p.def_abstract_eval(lambda x: [x])
+
+        def lowering(ctx, x):
+            assert ctx.module_context is not None
+            res, token, keep = lib.mlir.emit_python_callback(
+                ctx, host, None, [x], ctx.avals_in, ctx.avals_out, has_side_effect=False,
+                sharding=None)
+            ctx.module_context.add_keepalive(keep)
+            return res
+        lib.mlir.register_lowering(p, lowering)
+        x = np.arange(3.0, dtype=np.float32)
+        y = lib.top.jit(lambda v: p.bind(v)[0] + 1)(x)
+        z = lib.top.jit(lambda v: lib.top.lax.scan(
+            lambda c, e: (c + p.bind(e)[0], None), 0.0, v)[0])(x)
+        return np.asarray(y), float(z), len(calls)
+
+    (y, z, n), (wy, wz, wn) = _both(run)
+    np.testing.assert_array_equal(y, wy)
+    assert (z, n) == (wz, wn)
+
+
+@pytest.mark.parametrize("x", [np.int32(1), 1.0, np.ones(2, np.float32), True])
+def test_aval_to_tangent_aval(x):
+    def run(lib):
+        t = lib.top.typeof(x).to_tangent_aval()
+        return t.shape, str(t.dtype), t.weak_type
+
+    got, want = _both(run)
+    assert got == want

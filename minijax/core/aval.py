@@ -146,6 +146,13 @@ class ShapedArray(AbstractValue):
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type, sharding)
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The aval of this one's tangents (as jax's): itself for inexact dtypes, float0
+        (not weak) for integers and booleans."""
+        if dtypes.is_inexact(self.dtype):
+            return self
+        return self.update(dtype=dtypes.float0, weak_type=False)
+
     def strip_weak_type(self) -> ShapedArray:
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
                                                            self._sharding)
