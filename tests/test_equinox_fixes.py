@@ -252,7 +252,7 @@ def _types(lib, tree):
         "float" if isinstance(a, float) else type(a).__name__, tree)  # jax's TypedFloat too
 
 
-@pytest.mark.parametrize("fn", ["identity", "consts", "add", "neg", "mul", "custom_jvp"])
+@pytest.mark.parametrize("fn", ["identity", "consts", "neg", "mul", "custom_jvp", "passthrough"])
 def test_jvp_output_types_as_jax(fn):
     def run(lib):
         @lib.top.custom_jvp
@@ -260,9 +260,14 @@ def test_jvp_output_types_as_jax(fn):
             return x ** 2 + 1
 
         cj.defjvp(lambda p, t: (p[0] ** 2 + 1, t[0] ** 2))
+        # a primitive whose jvp rule passes the tangent through: it stays as given
+        ident = lib.core.Primitive("ident_passthrough")
+        ident.def_impl(lambda x: x)
+        ident.def_abstract_eval(lambda x: x)
+        lib.ad.primitive_jvps[ident] = lambda p, t: (ident.bind(*p), t[0])
         f = {"identity": lambda x: x, "consts": lambda x: (x, 1.0, np.float32(2)),
-             "add": lambda x: x + 1, "neg": lambda x: -x, "mul": lambda x: x * 2,
-             "custom_jvp": cj}[fn]
+             "neg": lambda x: -x, "mul": lambda x: x * 2, "custom_jvp": cj,
+             "passthrough": ident.bind}[fn]
         out = lib.top.jvp(f, (2.0,), (3.0,))
         vals = lib.top.tree_util.tree_map(float, out)
         return _types(lib, out), vals

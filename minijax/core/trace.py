@@ -548,10 +548,6 @@ _State.trace = EVAL_TRACE
 # one-primitive executable, caches it, and runs it.
 EAGER_IMPL: list[Callable] = [None]  # type: ignore[list-item]
 
-# The runtime's host-to-device transfer (set by minijax.runtime.transfer): a Python or
-# NumPy value as a minijax Array.
-DEVICE_PUT: list[Callable] = [None]  # type: ignore[list-item]
-
 
 class DebugInfo:
     """What was traced, for error messages and argument names."""

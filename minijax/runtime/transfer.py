@@ -24,7 +24,7 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.lru import MemoCache
-from minijax.core.trace import DEVICE_PUT, Tracer
+from minijax.core.trace import Tracer
 from minijax.runtime import backend as _backend
 from minijax.runtime import sharded_executable as _sharded
 from minijax.runtime import sharding as _sharding
@@ -610,6 +610,3 @@ def device_get(x: Any) -> Any:
     out = [leaf if isinstance(leaf, Tracer) or not hasattr(leaf, "__array__")
            else leaf.__array__() for leaf in leaves]
     return treedef.unflatten(out)
-
-
-DEVICE_PUT[0] = device_put

@@ -30,7 +30,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.primitives import add_any_p, broadcast_in_dim_p
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr
-from minijax.core.trace import (DEVICE_PUT, DebugInfo, JaxprTrace, JaxprTracer, Primitive,
+from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive,
                                 Trace, Tracer, _leaked, _state, eval_jaxpr, get_aval, merge_ctx,
                                 trace_to_jaxpr, use_trace, user_source)
 from minijax.core.lru import weak_memo
@@ -230,25 +230,12 @@ class JVPTrace(Trace):
         finally:
             _state.trace = prev
         if prim.multiple_results:
-            return [maybe_jvp_tracer(self, o, _as_device(t)) for o, t in zip(out, t_out)]
-        return maybe_jvp_tracer(self, out, _as_device(t_out))
+            return [maybe_jvp_tracer(self, o, t) for o, t in zip(out, t_out)]
+        return maybe_jvp_tracer(self, out, t_out)
 
     def concrete_value(self, tracer, what):
         p = tracer.primal
         return p.to_concrete(what) if isinstance(p, Tracer) else p
-
-
-_HOST_TYPES = frozenset({float, int, complex, bool, np.ndarray})
-
-
-def _as_device(t):
-    """A tangent a primitive's rule passed through from a host value (the tangent a user
-    gave as a Python float) as an array: a primitive's tangents are arrays, as in jax."""
-    ty = type(t)
-    if ty in _HOST_TYPES or issubclass(ty, np.generic):
-        if getattr(t, "dtype", None) != dtypes.float0:
-            return DEVICE_PUT[0](t)
-    return t
 
 
 def maybe_jvp_tracer(trace: JVPTrace, primal, tangent):
