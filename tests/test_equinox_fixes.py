@@ -444,3 +444,13 @@ def test_aval_to_tangent_aval(x):
 
     got, want = _both(run)
     assert got == want
+
+
+def test_unknown_compiler_option_raises_jax_runtime_error():
+    def run(lib):
+        lowered = lib.top.jit(lambda x: 2 * x).lower(1.0)
+        with pytest.raises(lib.top.errors.JaxRuntimeError, match="No such compile option"):
+            lowered.compile(compiler_options={"an option that does not make sense": "bad"})
+        return True
+
+    assert _both(run) == (True, True)
