@@ -454,3 +454,16 @@ def test_unknown_compiler_option_raises_jax_runtime_error():
         return True
 
     assert _both(run) == (True, True)
+
+
+def test_pmap_lower_compile_and_call():
+    def run(lib):
+        f = lib.top.pmap(lambda x, y: 2 * x + y, in_axes=(0, None))
+        x = lib.jnp.array([3])
+        lowered = f.lower(x, 4)
+        text = lowered.as_text()
+        out = lowered.compile()(x, 4)
+        return "stablehlo" in text or "mhlo" in text, np.asarray(out).tolist()
+
+    got, want = _both(run)
+    assert got == want == (True, [10])
