@@ -467,3 +467,30 @@ def test_pmap_lower_compile_and_call():
 
     got, want = _both(run)
     assert got == want == (True, [10])
+
+
+def test_vmap_of_custom_jvp_keeps_unbatched_operands_unbatched():
+    def run(lib):
+        calls = []
+
+        def host(v):
+            calls.append(1)
+            return np.asarray(v)
+
+        @lib.top.custom_jvp
+        def f(x, pred):
+            branch = lambda: lib.top.pure_callback(  # noqa: E731
+                host, lib.top.ShapeDtypeStruct((), np.float32), np.float32(1))
+            return lib.top.lax.cond(pred, lambda: x * 0 + branch(), lambda: x * 2)
+
+        f.defjvp(lambda p, t: (f(*p), t[0] * 3))
+        xs = lib.jnp.arange(1.0, 4.0)
+        out = lib.top.vmap(f, in_axes=(0, None))(xs, False)
+        p, t = lib.top.jvp(lambda v: lib.top.vmap(f, in_axes=(0, None))(v, False),
+                           (xs,), (lib.jnp.ones(3),))
+        return np.asarray(out).tolist(), np.asarray(p).tolist(), np.asarray(t).tolist(), \
+            len(calls)
+
+    got, want = _both(run)
+    assert got == want
+    assert want[3] == 0

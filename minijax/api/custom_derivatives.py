@@ -286,14 +286,18 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
 
 
 def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, num_consts, name):
-    # Batch everything at axis 0; the user's jvp is vmapped over the same axis.
+    # The batched operands at axis 0, the others left unbatched (as jax: a value the
+    # function closes over, a predicate made unbatched, stays so inside); the outputs and
+    # the user's jvp, vmapped over the same axes, batched at 0.
     size = trace.axis_size
-    vals = [bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
-    batched, _ = batch_jaxpr(call_jaxpr, [0] * len(vals), size, trace.axis_name,
-                             instantiate=True)
+    axes = [None if d is None else 0 for d in dims]
+    vals = [v if d is None else bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
+    batched, _ = batch_jaxpr(call_jaxpr, axes, size, trace.axis_name, instantiate=True)
 
     def batched_jvp(primals, tangents):
-        return vmap(lambda p, t: tuple(jvp(list(p), list(t))))(primals, tangents)
+        return vmap(lambda p, t: tuple(jvp(list(p), list(t))),
+                    in_axes=(list(axes), list(axes)), axis_size=size)(
+                        list(primals), list(tangents))
 
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
                                   num_consts=num_consts, name=name)
