@@ -494,3 +494,20 @@ def test_vmap_of_custom_jvp_keeps_unbatched_operands_unbatched():
     got, want = _both(run)
     assert got == want
     assert want[3] == 0
+
+
+def test_failing_callback_is_logged_as_jax_logs_it(caplog):
+    import logging
+
+    def run(lib):
+        def bad(x):
+            raise ValueError("no")
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            with pytest.raises(Exception):
+                lib.top.jit(lambda x: lib.top.pure_callback(
+                    bad, lib.top.ShapeDtypeStruct((), np.float32), x))(1.0).block_until_ready()
+        return [(r.name, r.getMessage()) for r in caplog.records]
+
+    got, want = _both(run)
+    assert got == want == [("jax._src.callback", "jax.pure_callback failed")]
