@@ -511,3 +511,37 @@ def test_failing_callback_is_logged_as_jax_logs_it(caplog):
 
     got, want = _both(run)
     assert got == want == [("jax._src.callback", "jax.pure_callback failed")]
+
+
+_SHARDING_PROGRAM = r"""
+import sys
+import numpy as np
+lib = __import__(sys.argv[1])
+lib.config.update("jax_num_cpu_devices", 2)
+jnp = lib.numpy
+mesh = lib.make_mesh((2,), ("x",), axis_types=(lib.sharding.AxisType.Auto,))
+s = lib.sharding.NamedSharding(mesh, lib.sharding.PartitionSpec("x"))
+x = jnp.zeros(20)
+committed = [a.committed for a in [
+    x, lib.device_put(x, s), lib.device_put(1.0), x + 1, lib.device_put(x, lib.devices()[1]),
+    lib.jit(lambda a: a + 1)(lib.device_put(x, s)), lib.jit(lambda a: a)(x),
+    lib.lax.with_sharding_constraint(x, s)]]
+out = lib.jit(lambda a: lib.lax.with_sharding_constraint(a + 1, s))(x)
+print(committed, out.sharding == s, np.asarray(out).sum())
+"""
+
+
+def test_committed_and_sharding_constraint_inside_jit_places_the_call():
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(minijax.__file__)))
+    env = dict(os.environ, PYTHONPATH=root)  # the minijax under test
+    outs = []
+    for name in ("minijax", "jax"):
+        r = subprocess.run([sys.executable, "-c", _SHARDING_PROGRAM, name], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs.append(r.stdout.strip().splitlines()[-1])
+    assert outs[0] == outs[1]
+    assert outs[1].endswith("True 20.0")

@@ -235,14 +235,29 @@ shard_map_p.def_impl(_shard_map_impl)
 _meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Jaxpr -> mesh or None
 
 
+def _eqn_mesh(eqn) -> Any:
+    """The concrete mesh a top-level equation runs over: a ``shard_map``'s, or that of a
+    sharding constraint over several devices (as in jax, either makes the call run over
+    the mesh's devices)."""
+    if eqn.primitive is shard_map_p:
+        return eqn.params["mesh"]
+    if eqn.primitive is sharding_constraint_p:
+        sharding = eqn.params["sharding"]
+        mesh = getattr(sharding, "mesh", None)
+        if isinstance(sharding, _sharding.NamedSharding) and isinstance(mesh, _sharding.Mesh) \
+                and len(tuple(sharding._device_assignment)) > 1:
+            return mesh
+    return None
+
+
 def mesh_placement(closed, args: Sequence[Any], device: Any) -> Any:
-    """``device`` (a device or None), or, when ``closed`` calls ``shard_map`` at top level
-    and no argument is sharded, the placement replicating every argument over its mesh."""
+    """``device`` (a device or None), or, when ``closed`` calls ``shard_map`` or constrains
+    a value's sharding over several devices at top level and no argument is sharded, the
+    placement replicating every argument over that mesh."""
     jaxpr = closed.jaxpr
     mesh = _meshes.get(jaxpr, False)
     if mesh is False:
-        mesh = next((e.params["mesh"] for e in jaxpr.eqns if e.primitive is shard_map_p),
-                    None)
+        mesh = next((m for m in map(_eqn_mesh, jaxpr.eqns) if m is not None), None)
         _meshes[jaxpr] = mesh
     if mesh is None:
         return device
