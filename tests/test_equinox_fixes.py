@@ -252,7 +252,8 @@ def _types(lib, tree):
         "float" if isinstance(a, float) else type(a).__name__, tree)  # jax's TypedFloat too
 
 
-@pytest.mark.parametrize("fn", ["identity", "consts", "neg", "mul", "custom_jvp", "passthrough"])
+@pytest.mark.parametrize("fn", ["identity", "consts", "add", "neg", "mul", "custom_jvp",
+                                "passthrough"])
 def test_jvp_output_types_as_jax(fn):
     def run(lib):
         @lib.top.custom_jvp
@@ -266,7 +267,8 @@ def test_jvp_output_types_as_jax(fn):
         ident.def_abstract_eval(lambda x: x)
         lib.ad.primitive_jvps[ident] = lambda p, t: (ident.bind(*p), t[0])
         f = {"identity": lambda x: x, "consts": lambda x: (x, 1.0, np.float32(2)),
-             "neg": lambda x: -x, "mul": lambda x: x * 2, "custom_jvp": cj,
+             "add": lambda x: x + 1, "neg": lambda x: -x, "mul": lambda x: x * 2,
+             "custom_jvp": cj,
              "passthrough": ident.bind}[fn]
         out = lib.top.jvp(f, (2.0,), (3.0,))
         vals = lib.top.tree_util.tree_map(float, out)
