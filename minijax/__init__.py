@@ -46,7 +46,7 @@ from minijax import debug, distributed, sharding  # noqa: F401
 from minijax import example_libraries, image, ops  # noqa: F401
 from minijax._callback import effects_barrier, io_callback, pure_callback
 from minijax.config import debug_infs, debug_nans
-from minijax.experimental.shard_map import shard_map
+from minijax.experimental.shard_map import shard_map, smap
 from minijax import (custom_batching, custom_derivatives, dlpack, dtypes, profiler,  # noqa: F401
                      tree, typing, version)
 from minijax.config import (allow_f16_reductions, array_garbage_collection_guard, auto_pcast,
@@ -63,7 +63,7 @@ from minijax.config import (allow_f16_reductions, array_garbage_collection_guard
 from minijax.core.dtypes import float0
 from minijax.sharding import NamedSharding, Shard, reshard, set_mesh  # noqa: F401
 from minijax import memory  # noqa: F401
-from minijax._unsupported import (lib, smap,  # noqa: F401
+from minijax._unsupported import (lib,  # noqa: F401
                                  cloud_tpu_init, collect_profile, tools)
 from minijax import ffi  # noqa: F401
 from minijax import export  # noqa: F401

@@ -51,12 +51,9 @@ def unsupported_function(name: str, reason: str) -> Callable:
 
 # ---- the jax names themselves ------------------------------------------------------------------
 
-_SHARDING_IN_TYPES = ("sharding in types (explicit mesh axes, smap, auto/explicit_axes) is not "
-                      "part of minijax; use jit's in_shardings/out_shardings or shard_map")
-
-
-smap = unsupported_function("smap", _SHARDING_IN_TYPES)
-
+_SHARDING_IN_TYPES = ("this part of sharding in types (abstract devices, manual axis types, "
+                      "auto/explicit_axes, abstract meshes in context) is not part of "
+                      "minijax yet; use set_mesh, reshard, shard_map or jit's shardings")
 
 lib = unsupported_module("lib", "minijax uses jaxlib directly (minijax.runtime)",
                          __version__=_jax_version)  # jaxlib's, pinned to jax's version

@@ -16,7 +16,7 @@ NOT_YET: dict[str, str] = {}
 
 # Names that exist but raise NotImplementedError when called (no counterpart in minijax);
 # the modules' missing names raise AttributeError (what libraries probing for them catch).
-UNSUPPORTED = ["smap"]
+UNSUPPORTED: list[str] = []  # smap works since issue 26
 UNSUPPORTED_MODULES = ["lib"]
 
 

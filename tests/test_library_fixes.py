@@ -313,3 +313,300 @@ def test_custom_vjp_fwd_sees_literal_arguments_as_typed_values():
         return float(lin), float(lib.grad(g)(1.5)), seen[0]
 
     assert run(mj) == run(rjax)
+
+
+def test_custom_jvp_rule_sees_literal_arguments_as_typed_values():
+    """Under jvp or linearize of a jit, a literal argument of a custom_jvp (a Python number,
+    or a scalar array constant) reaches the rule as a value with jax's shape and dtype, not
+    as a Python number (equinox's closure-converted checkpointed loop body checks its
+    arguments are arrays); derivatives match jax's."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        seen = []
+
+        @lib.custom_jvp
+        def f(x, n, flag, m):
+            return x * 2.0
+
+        def f_jvp(p, t):
+            x, n, flag, m = p
+            seen.append(tuple((v.shape, str(v.dtype)) for v in (n, flag, m)))
+            return f(*p), t[0] * 2.0
+
+        f.defjvp(f_jvp)
+        g = lib.jit(lambda x: f(x, 0, True, lib.numpy.array(3, lib.numpy.int8)))
+        lin = lib.linearize(g, 1.0)[1](1.0)
+        t = lib.jvp(g, (1.0,), (2.0,))[1]
+        return float(lin), float(t), seen[0]
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "complex64", "int32", "bool"])
+def test_aval_to_tangent_aval(dtype):
+    """``typeof(x).to_tangent_aval()`` as jax's (equinox's filter_custom_jvp builds its
+    symbolic zeros from it)."""
+    x = np.zeros((2, 3), dtype)
+    want = jax.typeof(jax.numpy.asarray(x)).to_tangent_aval()
+    got = minijax.typeof(jnp.asarray(x)).to_tangent_aval()
+    assert (got.shape, str(got.dtype), got.weak_type) == (want.shape, str(want.dtype),
+                                                           want.weak_type)
+    w = jax.typeof(1.0).to_tangent_aval()
+    g = minijax.typeof(1.0).to_tangent_aval()
+    assert (str(g.dtype), g.weak_type) == (str(w.dtype), w.weak_type)
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "jit_grad", "vmap"])
+def test_make_jaxpr_closing_over_outer_tracer_keeps_it_as_const(transform):
+    """make_jaxpr of a function closing over a tracer of an enclosing transformation gives
+    that tracer among the ClosedJaxpr's consts (as jax), so ``eval_jaxpr(jaxpr, consts,
+    *args)`` runs it (equinox's filter_closure_convert does this)."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        shapes = []
+
+        def outer(w):
+            def f(x):
+                return lib.numpy.dot(w, x) + lib.numpy.sin(w).sum()
+            cj = lib.make_jaxpr(f)(lib.numpy.ones(3))
+            shapes.append((len(cj.jaxpr.constvars), len(cj.consts), len(cj.jaxpr.invars)))
+            return lib.core.eval_jaxpr(cj.jaxpr, cj.consts, lib.numpy.arange(3.0))[0]
+
+        w = np.array([1.0, 2.0, 3.0], np.float32)
+        if transform == "jit":
+            out = lib.jit(outer)(w)
+        elif transform == "grad":
+            out = lib.grad(outer)(w)
+        elif transform == "jit_grad":
+            out = lib.jit(lib.grad(outer))(w)
+        else:
+            out = lib.vmap(outer)(np.stack([w, 2 * w]))
+        return np.asarray(out).tolist(), shapes[0]
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("registry", ["axis_primitive_batchers", "fancy_primitive_batchers",
+                                      "primitive_batchers"])
+def test_batching_registries_call_rules_like_jax(registry):
+    """The three jax batching registries call their rules with jax's arguments:
+    ``axis_primitive_batchers``: (axis_size, axis_name, None, vals, dims);
+    ``fancy_primitive_batchers``: (axis_data, vals, dims); ``primitive_batchers``: (vals,
+    dims). (equinox's internal primitives use the first.)"""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        from importlib import import_module
+        batching = import_module(lib.__name__ + ".interpreters.batching")
+        core = import_module(lib.__name__ + ".extend.core")
+        p = core.Primitive(f"twice_{registry}")
+        p.def_impl(lambda x: 2 * x)
+        p.def_abstract_eval(lambda x: x)
+        seen = []
+
+        def rule(*args):
+            if registry == "axis_primitive_batchers":
+                size, name, trace_type, vals, dims = args
+                seen.append((size, name, trace_type))
+            elif registry == "fancy_primitive_batchers":
+                axis_data, vals, dims = args
+                seen.append((axis_data.size, axis_data.name))
+            else:
+                vals, dims = args
+            seen.append(tuple(dims))
+            return p.bind(*vals), dims[0]
+
+        getattr(batching, registry)[p] = rule
+        out = lib.vmap(p.bind, axis_name="i")(np.arange(3.0, dtype=np.float32))
+        return np.asarray(out).tolist(), seen
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("how", ["jvp", "linearize", "jit_jvp", "jvp_of_jit", "grad",
+                                 "vmap_jvp"])
+@pytest.mark.parametrize("symbolic_zeros", [True, False])
+def test_custom_jvp_symbolic_zeros_like_jax(how, symbolic_zeros):
+    """A custom_jvp rule defined with ``symbolic_zeros=True`` gets a ``SymbolicZero`` for
+    each unperturbed input (else zeros), and may return one for an output (a symbolic
+    zero tangent), as jax. (equinox's checkpointed while loop finds what a loop body
+    perturbs with this.)"""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        SZ = lib.custom_derivatives.SymbolicZero
+        seen = []
+
+        @lib.custom_jvp
+        def f(x, y):
+            return x * 2.0, y * 3.0
+
+        def f_jvp(p, t):
+            seen.append(tuple(type(v) is SZ for v in t))
+            tx, ty = t
+            outx = SZ(lib.typeof(p[0])) if type(tx) is SZ else tx * 2.0
+            outy = SZ(lib.typeof(p[1])) if type(ty) is SZ else ty * 3.0
+            return f(*p), (outx, outy)
+
+        f.defjvp(f_jvp, symbolic_zeros=symbolic_zeros)
+        x, y = np.float32(1.5), np.float32(2.0)
+
+        def g(x):
+            a, b = f(x, y)
+            return a + b
+
+        if how == "jvp":
+            out = lib.jvp(g, (x,), (np.float32(1.0),))
+        elif how == "linearize":
+            p, lin = lib.linearize(g, x)
+            out = (p, lin(np.float32(1.0)))
+        elif how == "jit_jvp":
+            out = lib.jit(lambda x: lib.jvp(g, (x,), (np.float32(1.0),)))(x)
+        elif how == "jvp_of_jit":
+            out = lib.jvp(lib.jit(g), (x,), (np.float32(1.0),))
+        elif how == "grad":
+            out = lib.grad(g)(x)
+        else:
+            xs = np.array([1.0, 2.0], np.float32)
+            out = lib.vmap(lambda x: lib.jvp(g, (x,), (np.float32(1.0),)))(xs)
+        return [np.asarray(o).tolist() for o in lib.tree_util.tree_leaves(out)], seen[0]
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("how", ["grad", "jit_grad", "vmap_grad", "grad_of_jit"])
+@pytest.mark.parametrize("symbolic_zeros", [True, False])
+def test_custom_vjp_bwd_symbolic_zero_cotangents_like_jax(how, symbolic_zeros):
+    """A custom_vjp bwd defined with ``symbolic_zeros=True`` gets a ``SymbolicZero`` for
+    each output whose cotangent is zero (else zeros), and may return one for an input, as
+    jax. (equinox's checkpointed while loop finds which cotangents are zero this way.)"""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        SZ = lib.custom_derivatives.SymbolicZero
+        seen = []
+
+        @lib.custom_vjp
+        def f(x, y):
+            return x * 2.0, y * 3.0
+
+        def fwd(x, y):
+            if symbolic_zeros:
+                x, y = x.value, y.value
+            return f(x, y), None
+
+        def bwd(_, ct):
+            ca, cb = ct
+            seen.append((type(ca) is SZ, type(cb) is SZ))
+            gx = SZ(ca.aval) if type(ca) is SZ else ca * 2.0
+            gy = SZ(cb.aval) if type(cb) is SZ else cb * 3.0
+            return gx, gy
+
+        f.defvjp(fwd, bwd, symbolic_zeros=symbolic_zeros)
+
+        def g(x, y):
+            return f(x, y)[0]
+
+        x, y = np.float32(1.5), np.float32(2.0)
+        if how == "grad":
+            out = lib.grad(g, argnums=(0, 1))(x, y)
+        elif how == "jit_grad":
+            out = lib.jit(lib.grad(g, argnums=(0, 1)))(x, y)
+        elif how == "grad_of_jit":
+            out = lib.grad(lib.jit(g), argnums=(0, 1))(x, y)
+        else:
+            xs = np.array([1.0, 2.0], np.float32)
+            out = lib.vmap(lib.grad(g, argnums=(0, 1)), in_axes=(0, None))(xs, y)
+        return [np.asarray(o).tolist() for o in lib.tree_util.tree_leaves(out)], seen[0]
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("how", ["linearize", "vjp"])
+def test_integer_input_of_linearize_is_unperturbed_like_jax(how):
+    """Under linearize (and vjp), an integer input has a symbolic zero tangent, as in jax: a
+    custom_vjp fwd with ``symbolic_zeros=True`` sees it unperturbed (equinox's
+    filter_custom_vjp asserts this of its integer arguments), and the results match."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        seen = []
+
+        @lib.custom_vjp
+        def f(n, x):
+            return x * n
+
+        def fwd(n, x):
+            seen.append((n.perturbed, x.perturbed))
+            return f(n.value, x.value), n.value
+
+        f.defvjp(fwd, lambda n, g: (None, g * n), symbolic_zeros=True)
+        n, x = 3, np.float32(1.5)
+        if how == "linearize":
+            out, _ = lib.linearize(f, n, x)
+            t = 0.0
+        else:
+            out, vjp = lib.vjp(f, n, x)
+            ct = vjp(np.float32(1.0))
+            t = ct[1]
+            assert ct[0].dtype == lib.dtypes.float0
+        return float(out), float(t), seen[0]
+
+    assert run(mj) == run(rjax)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_custom_jvp_float0_tangent_out_is_unperturbed_like_jax(jit):
+    """An integer output of a custom_jvp whose rule gives it a float0 (zero) tangent is not
+    perturbed, as in jax: a custom_vjp fwd with ``symbolic_zeros=True`` downstream sees
+    ``perturbed=False`` for it."""
+    import jax as rjax
+
+    import minijax as mj
+
+    def run(lib):
+        jnp_ = lib.numpy
+
+        @lib.custom_jvp
+        def g(x):
+            return x * 2.0, jnp_.int32(3) + 0 * x.astype(jnp_.int32)
+
+        def g_jvp(p, t):
+            return g(*p), (t[0] * 2.0, np.zeros((), lib.dtypes.float0))
+
+        g.defjvp(g_jvp)
+        seen = []
+
+        @lib.custom_vjp
+        def f(n, x):
+            return x * n
+
+        def fwd(n, x):
+            seen.append((n.perturbed, x.perturbed))
+            return f(n.value, x.value), n.value
+
+        f.defvjp(fwd, lambda n, c: (None, c * n), symbolic_zeros=True)
+
+        def h(x):
+            y, n = g(x)
+            return f(n, y)
+
+        d = lib.grad(h)
+        out = (lib.jit(d) if jit else d)(np.float32(1.5))
+        return float(out), seen[0]
+
+    assert run(mj) == run(rjax)

@@ -20,9 +20,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from minijax.core import dtypes
+from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, dce_jaxpr
 from minijax.core.primitives import jit_p
-from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, _state,
+from minijax.core.trace import (DebugInfo, EvalTrace, Primitive, Tracer, trace_state,
                                 eval_jaxpr, get_aval, trace_to_jaxpr, use_trace)
 from minijax.core.traceback_util import api_boundary
 from minijax.lax.convert import convert_element_type
@@ -31,7 +32,8 @@ from minijax.api.naming import wraps
 from minijax.stages.common import fun_name
 from minijax.transforms.ad import (JVPTrace, PartialEvalTrace, Zero, instantiate,
                                    is_undefined, jvp_jaxpr, maybe_jvp_tracer,
-                                   partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
+                                   partial_eval_jaxpr, tangent_aval, transpose_jaxpr,
+                                   zeros_like_aval)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
 from minijax._pytree import (register_pytree_node, tree_flatten, tree_unflatten,
                              treedef_children)
@@ -90,7 +92,7 @@ def _custom_call_trace(args: tuple, nondiff_argnums: tuple):
     """
     nondiff, diff = _split_nondiff(args, nondiff_argnums)
     flat, in_tree = tree_flatten(diff)
-    t = _state.trace
+    t = trace_state.trace
     while isinstance(t, (JVPTrace, PartialEvalTrace, BatchTrace)) and not any(
             isinstance(x, Tracer) and x._trace is t for x in flat):
         t = t.parent
@@ -149,6 +151,44 @@ def _rule_pp(params: dict, rules: tuple[str, ...]) -> dict:
 custom_jvp_call_p.pp_params = lambda p: _rule_pp(p, ("jvp",))
 
 
+class SymbolicZero:
+    """A tangent or cotangent known to be zero, of type ``aval`` (its ``shape`` and
+    ``dtype`` are the aval's): what a rule defined with ``symbolic_zeros=True`` gets for
+    an input that is not perturbed, and may return for an output."""
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def __repr__(self) -> str:
+        return "SymbolicZero"
+
+    def instantiate(self):
+        """The zeros this stands for, as an array."""
+        return zeros_like_aval(self.aval)
+
+
+def _rule_tangent_in(t, symbolic_zeros: bool):
+    """A tangent as a custom_jvp rule sees it (as jax): a symbolic zero is a
+    ``SymbolicZero`` for a rule defined with ``symbolic_zeros=True``, else zeros."""
+    if type(t) is Zero:
+        return SymbolicZero(t.aval) if symbolic_zeros else instantiate(t)
+    return t
+
+
+def _rule_tangent_out(t, primal):
+    """A tangent a rule returned: a ``SymbolicZero`` becomes a symbolic zero again, and so
+    does a float0 tangent (of an integer or boolean output), as in jax, where such an
+    output is not perturbed."""
+    if type(t) is SymbolicZero:
+        return Zero(tangent_aval(get_aval(primal)))
+    if type(t) is not Zero and getattr(t, "dtype", None) == dtypes.float0:
+        return Zero(get_aval(t))
+    return t
+
+
 class custom_jvp:
     """A function with a user-defined jvp (and, by transposition, vjp); mirrors
     ``jax.custom_jvp``."""
@@ -202,9 +242,7 @@ class custom_jvp:
                         return self(*_merge_nondiff(nondiff, diff, nums))
                 jvp_flat = self._flat_jvp(nondiff, in_tree, None)
                 with use_trace(trace.parent):
-                    out, tout = jvp_flat([p for p, _ in pairs],
-                                         [t if jvp_flat.symbolic_zeros else instantiate(t)
-                                          for _, t in pairs])
+                    out, tout = jvp_flat([p for p, _ in pairs], [t for _, t in pairs])
                 return tree_unflatten(jvp_flat.out_tree[0],
                                       [maybe_jvp_tracer(trace, o, t) for o, t in zip(out, tout)])
             tr = _trace_fun(self.fun, args, nums)
@@ -218,13 +256,14 @@ class custom_jvp:
         """The user's rule on flat primals and tangents, its outputs checked as jax does.
         ``.out_tree[0]`` is the structure of the primal output: ``out_tree`` when given
         (the traced function's), else that of the rule's first result."""
-        user_jvp, nums, fun = self.jvp, self.nondiff_argnums, self.fun
+        user_jvp, nums, fun, sz = self.jvp, self.nondiff_argnums, self.fun, self.symbolic_zeros
         box = [out_tree]
 
         def jvp_flat(primals, tangents):
+            """Tangents may be symbolic zeros (``Zero``); so may the tangents out."""
             p = tuple(tree_unflatten(in_tree, primals))
-            # symbolic_zeros=True: zero tangents come as SymbolicZero (else as zeros)
-            t = tuple(tree_unflatten(in_tree, [_to_symbolic(x) for x in tangents]))
+            t = tuple(tree_unflatten(in_tree, [_rule_tangent_in(x, sz)
+                                               for x in tangents]))
             pair = user_jvp(*nondiff, p, t) if nums else user_jvp(p, t)
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
                 raise TypeError(f"Custom JVP rule {_name(user_jvp)} for function "
@@ -239,14 +278,14 @@ class custom_jvp:
                 raise TypeError(f"Custom JVP rule must produce primal and tangent outputs with "
                                 f"the structure of the primal output {want}; got "
                                 f"{got_tree} and {tout_tree}")
-            tout_flat = [_from_symbolic(t) for t in tout_flat]
+            tout_flat = [_rule_tangent_out(x, o) for x, o in zip(tout_flat, out_flat)]
             _check_jvp_tangents(out_flat, tout_flat)
             box[0] = want
             return out_flat, tout_flat
 
         jvp_flat.out_tree = box
         jvp_flat.__name__ = fun_name(user_jvp)  # jaxprs show the user's rule
-        jvp_flat.symbolic_zeros = self.symbolic_zeros
+        jvp_flat.symbolic_zeros = sz
         return jvp_flat
 
 
@@ -275,9 +314,8 @@ def _tree_add(a, b):
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
-    args = primals[num_consts:]
-    ts = [t if getattr(jvp, "symbolic_zeros", False) else instantiate(t)
-          for t in tangents[num_consts:]]
+    args = _typed_args(primals[num_consts:], call_jaxpr, num_consts)
+    ts = list(tangents[num_consts:])  # symbolic zeros stay so (the rule may see them)
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise TypeError(f"custom_jvp function {name} closes over a value that is being "
                         "differentiated; pass it as an explicit argument instead")
@@ -294,10 +332,25 @@ def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, num_consts, na
     vals = [v if d is None else bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
     batched, _ = batch_jaxpr(call_jaxpr, axes, size, trace.axis_name, instantiate=True)
 
+    arg_axes = axes[num_consts:]  # the rule sees the operands after the consts
+
     def batched_jvp(primals, tangents):
-        return vmap(lambda p, t: tuple(jvp(list(p), list(t))),
-                    in_axes=(list(axes), list(axes)), axis_size=size)(
-                        list(primals), list(tangents))
+        # symbolic zero tangents stay symbolic (unbatched) for the rule; its tangents out
+        # are instantiated to come out of the vmap
+        axes = arg_axes
+        nz = [type(t) is not Zero for t in tangents]
+        zeros = [None if n else Zero(t.aval if ax is None else
+                                     t.aval.update(shape=t.aval.shape[1:]))
+                 for n, t, ax in zip(nz, tangents, axes)]
+
+        def one(p, t_nz):
+            it = iter(t_nz)
+            out, tout = jvp(list(p), [next(it) if n else z for n, z in zip(nz, zeros)])
+            return tuple(out), tuple(instantiate(t) for t in tout)
+
+        t_axes = [ax for ax, n in zip(axes, nz) if n]
+        return vmap(one, in_axes=(list(axes), t_axes), axis_size=size)(
+            list(primals), [t for t in tangents if type(t) is not Zero])
 
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
                                   num_consts=num_consts, name=name)
@@ -403,8 +456,13 @@ class custom_vjp:
                                 f"{box[0]}; got {got_tree}")
             return out_flat, residuals
 
+        sz = self.symbolic_zeros
+
         def bwd_flat(residuals, cts):
-            ct = tree_unflatten(box[0], cts)
+            """Cotangents may be symbolic zeros (``Zero``): a rule defined with
+            ``symbolic_zeros=True`` sees them as ``SymbolicZero``s (as jax), others as
+            zeros."""
+            ct = tree_unflatten(box[0], [_rule_tangent_in(c, sz) for c in cts])
             res = bwd(*nondiff, residuals, ct) if nums else bwd(residuals, ct)
             if not isinstance(res, (tuple, list)):
                 raise TypeError(f"Custom VJP bwd rule for {name} must return a tuple of "
@@ -434,7 +492,7 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
         if c is None:
             out.extend(Zero(tangent_aval(p)) for p in primals)
             continue
-        c_flat, c_tree = tree_flatten(c)
+        c_flat, c_tree = tree_flatten(c, is_leaf=lambda x: type(x) is SymbolicZero)
         if c_tree != arg_tree:
             raise TypeError(f"Custom VJP bwd rule for {name} must produce an output with the "
                             f"same container (pytree) structure as the args tuple of the "
@@ -442,10 +500,11 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
                             f"argument {arg_tree}")
         for p, ct in zip(primals, c_flat):
             a = tangent_aval(p)
-            if a.dtype == dtypes.float0 or isinstance(ct, SymbolicZero):
-                out.append(Zero(a))
-                continue
-            ca = get_aval(ct)
+            if type(ct) is SymbolicZero:  # as jax: a zero cotangent, of the rule's type
+                ca = ct.aval
+                ct = Zero(a)
+            else:
+                ca = get_aval(ct)
             if a.dtype == dtypes.float0:
                 out.append(Zero(a))
                 continue
@@ -456,33 +515,6 @@ def _bwd_cotangents(name: str, res: Sequence, in_avals: list, in_tree) -> list:
                                  f"of type {p.str_short()}")
             out.append(ct)
     return out
-
-
-class SymbolicZero:
-    """A tangent or cotangent known to be zero, of type ``aval`` (its ``shape`` and
-    ``dtype`` are the aval's): what rules defined with ``symbolic_zeros=True`` are given
-    for (and may return as) a zero tangent or cotangent, as jax's."""
-
-    def __init__(self, aval):
-        self.aval = aval
-
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-
-    def __repr__(self) -> str:
-        return "SymbolicZero"
-
-    def instantiate(self):
-        """The zeros this stands for, as an array."""
-        return instantiate(Zero(self.aval))
-
-
-def _to_symbolic(t):
-    return SymbolicZero(t.aval) if type(t) is Zero else t
-
-
-def _from_symbolic(t):
-    return Zero(t.aval) if isinstance(t, SymbolicZero) else t
 
 
 class CustomVJPPrimal:
@@ -499,17 +531,24 @@ class CustomVJPPrimal:
         return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
 
 
-def _typed_scalar(x):
-    """A Python number (a jaxpr literal) as an array of its dtype, so that a fwd rule can
-    read ``x.shape`` and ``x.dtype`` (jax hands it a typed value there)."""
-    if type(x) in (bool, int, float, complex):  # weak-typed as jax's, but for bools
-        return convert_element_type(x, dtypes.python_scalar_dtype(x),
-                                    weak_type=type(x) is not bool)
-    return x
+def _typed_args(args, call_jaxpr, num_consts):
+    """The primal arguments a user's rule sees: a Python number (a jaxpr literal read by
+    eval_jaxpr) becomes an array of the literal's type (from the traced function's input
+    types, when known), so that the rule can read ``x.shape`` and ``x.dtype`` (jax
+    traces the rule on abstract values there, so its arguments are always typed)."""
+    avals = (call_jaxpr.in_avals[num_consts:] if call_jaxpr is not None
+             else [None] * len(args))
+    out = []
+    for x, a in zip(args, avals):
+        if type(x) in (bool, int, float, complex):
+            a = get_aval(x) if a is None else a
+            x = convert_element_type(x, a.dtype, weak_type=a.weak_type)
+        out.append(x)
+    return out
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
-    args = [_typed_scalar(a) for a in primals[num_consts:]]
+    args = _typed_args(primals[num_consts:], call_jaxpr, num_consts)
     ts = tangents[num_consts:]
     if getattr(fwd, "symbolic_zeros", False):  # fwd sees which inputs are perturbed
         out, residuals = fwd([CustomVJPPrimal(a, type(t) is not Zero)
@@ -527,10 +566,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 def _custom_lin_transpose(cts, *args, num_res, res_tree, bwd, out_avals):
     res = tree_unflatten(res_tree, args[:num_res])
-    # symbolic_zeros=True: zero cotangents come as SymbolicZero (else as zeros)
-    cts = [_to_symbolic(c) if getattr(bwd, "symbolic_zeros", False) else instantiate(c)
-           for c in cts]
-    cts_in = bwd(res, cts)
+    cts_in = bwd(res, list(cts))  # symbolic zeros stay so (the rule may see them)
     return [None] * num_res + list(cts_in)
 
 
@@ -550,7 +586,18 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd, bwd, num_const
     bfwd.symbolic_zeros = getattr(fwd, "symbolic_zeros", False)
 
     def bbwd(residuals, cts):
-        return vmap(lambda r, c: tuple(bwd(r, list(c))))(residuals, cts)
+        # symbolic zero cotangents stay symbolic (unbatched) for the rule; the
+        # cotangents it gives are instantiated to come out of the vmap
+        nz = [type(c) is not Zero for c in cts]
+        zeros = [None if n else Zero(c.aval.update(shape=c.aval.shape[1:]))
+                 for n, c in zip(nz, cts)]
+
+        def one(r, c_nz):
+            it = iter(c_nz)
+            out = bwd(r, [next(it) if n else z for n, z in zip(nz, zeros)])
+            return tuple(instantiate(c) for c in out)
+
+        return vmap(one)(residuals, [c for c in cts if type(c) is not Zero])
 
     outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=bfwd, bwd=bbwd,
                                   num_consts=num_consts, name=name)

@@ -26,7 +26,7 @@ import numpy as np
 from minijax.config import config
 from minijax.core.aval import ShapeDtypeStruct, ShapedArray
 from minijax.core.lru import LRUCache
-from minijax.core.trace import EVAL_TRACE, _state, extend_axis_env, gc_paused
+from minijax.core.trace import EVAL_TRACE, trace_state, extend_axis_env, gc_paused
 from minijax.core.traceback_util import api_boundary
 from minijax.lowering.lower import lower_module
 from minijax.runtime.backend import get_backend
@@ -160,7 +160,7 @@ class Pmapped:
     @api_boundary
     def __call__(self, *args, **kwargs):
         statics, dyn, in_axes = self._split(args)
-        if _state.trace is not EVAL_TRACE:
+        if trace_state.trace is not EVAL_TRACE:
             return self._call_traced(statics, dyn, in_axes, kwargs)
         compiled, leaves, local, axes, devices = self._compiled_for(statics, dyn, in_axes,
                                                                     kwargs)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minijax.core.aval import canonicalize_dim
-from minijax.core.trace import _state, get_aval, use_trace
+from minijax.core.trace import trace_state, get_aval, use_trace
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import vmap_doc, wraps
 from minijax.transforms.batching import BatchTrace, BatchTracer, bdim_at
@@ -60,7 +60,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
         n_pos = len(tree_flatten(args)[0])
         axes = _flatten_axes("in_axes", args, in_axes, names[:n_pos]) + [0] * (len(leaves) - n_pos)
         size = _mapped_size(leaves, axes, names, axis_size)
-        trace = BatchTrace(_state.trace, size, axis_name)
+        trace = BatchTrace(trace_state.trace, size, axis_name)
         # a negative axis counts from the end of a key array's shape, not of its words
         extra = (trailing_dims((args, kwargs)) if any(ax is not None and ax < 0 for ax in axes)
                  else None)

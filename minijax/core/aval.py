@@ -146,16 +146,16 @@ class ShapedArray(AbstractValue):
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type, sharding)
 
-    def to_tangent_aval(self) -> ShapedArray:
-        """The aval of this one's tangents (as jax's): itself for inexact dtypes, float0
-        (not weak) for integers and booleans."""
-        if dtypes.is_inexact(self.dtype):
-            return self
-        return self.update(dtype=dtypes.float0, weak_type=False)
-
     def strip_weak_type(self) -> ShapedArray:
         return self if not self.weak_type else ShapedArray(self.shape, self.dtype, False,
                                                            self._sharding)
+
+    def to_tangent_aval(self) -> ShapedArray:
+        """The type of this value's tangents (jax's ``to_tangent_aval``): itself for
+        floating and complex dtypes; float0 of the same shape (strong) otherwise."""
+        if dtypes.is_inexact(self.dtype):
+            return self
+        return ShapedArray(self.shape, dtypes.float0, False)
 
     def __eq__(self, other) -> bool:
         return (type(other) is ShapedArray and self.shape == other.shape

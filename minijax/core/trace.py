@@ -86,11 +86,11 @@ class _State(threading.local):
     source: SourceInfo | None = None
 
 
-_state = _State()
+trace_state = _State()
 
 
 def current_trace() -> Trace:
-    return _state.trace
+    return trace_state.trace
 
 
 def made_in_trace(x, value) -> Any:
@@ -98,7 +98,7 @@ def made_in_trace(x, value) -> Any:
     trace: the jaxpr recorded then writes it as a literal (jax makes such constants
     literals, while arrays made before the trace stay constants of the jaxpr). Returns
     ``x``."""
-    t = _state.trace
+    t = trace_state.trace
     while t is not None and not isinstance(t, JaxprTrace):
         t = t.parent
     if t is not None and not np.ndim(value):
@@ -109,7 +109,7 @@ def made_in_trace(x, value) -> Any:
 
 
 def current_ctx() -> EqnContext:
-    return _state.ctx
+    return trace_state.ctx
 
 
 class set_ctx:
@@ -121,11 +121,11 @@ class set_ctx:
         self.ctx = ctx
 
     def __enter__(self):
-        self.prev = _state.ctx
-        _state.ctx = self.ctx
+        self.prev = trace_state.ctx
+        trace_state.ctx = self.ctx
 
     def __exit__(self, *exc):
-        _state.ctx = self.prev
+        trace_state.ctx = self.prev
 
 
 def merge_ctx(outer: EqnContext, inner: EqnContext) -> EqnContext:
@@ -148,17 +148,17 @@ class extend_axis_env:
         self.pairs = tuple((n, int(s)) for n, s in pairs)
 
     def __enter__(self):
-        self.prev = _state.axis_env
-        _state.axis_env = self.prev + self.pairs
+        self.prev = trace_state.axis_env
+        trace_state.axis_env = self.prev + self.pairs
 
     def __exit__(self, *exc):
-        _state.axis_env = self.prev
+        trace_state.axis_env = self.prev
 
 
 def current_axis_env() -> tuple:
     """The named axes bound where tracing is now: ``((name, size), ...)``, outermost
     first (pmap, shard_map and xla_computation's axis_env bind them)."""
-    return _state.axis_env
+    return trace_state.axis_env
 
 
 def axis_size(name) -> int:
@@ -166,7 +166,7 @@ def axis_size(name) -> int:
 
     Raises ``NameError`` naming the axis and the names that exist.
     """
-    t = _state.trace
+    t = trace_state.trace
     names = []
     while t is not None:
         tname = getattr(t, "axis_name", None)
@@ -175,7 +175,7 @@ def axis_size(name) -> int:
                 return t.axis_size
             names.append(tname)
         t = t.parent
-    for n, size in reversed(_state.axis_env):
+    for n, size in reversed(trace_state.axis_env):
         if n == name:
             return size
         names.append(n)
@@ -213,12 +213,12 @@ class use_trace:
         self.trace = trace
 
     def __enter__(self):
-        self.prev = _state.trace
-        _state.trace = self.trace
+        self.prev = trace_state.trace
+        trace_state.trace = self.trace
         return self.trace
 
     def __exit__(self, *exc):
-        _state.trace = self.prev
+        trace_state.trace = self.prev
 
 
 # ---- primitives --------------------------------------------------------------------
@@ -272,7 +272,7 @@ class Primitive:
     @register_boundary
     def bind(self, *args, **params):
         try:
-            return _state.trace.process_primitive(self, args, params)
+            return trace_state.trace.process_primitive(self, args, params)
         except Exception as e:  # a boundary for eager primitives (see core/traceback_util.py)
             process_exception(e)
             raise
@@ -513,7 +513,7 @@ class Trace:
         return False
 
 
-def _leaked(tracer: Tracer) -> UnexpectedTracerError:
+def leaked_tracer_error(tracer: Tracer) -> UnexpectedTracerError:
     t = tracer._trace
     where = getattr(tracer, "_source", None)
     made = f" It was created at {where}." if where else ""
@@ -534,7 +534,7 @@ class EvalTrace(Trace):
     def process_primitive(self, prim, args, params):
         for x in args:
             if isinstance(x, Tracer):
-                raise _leaked(x)
+                raise leaked_tracer_error(x)
         impl = prim.impl
         if impl is None:
             return EAGER_IMPL[0](prim, args, params)
@@ -612,7 +612,7 @@ class JaxprTrace(Trace):
             if x._trace is self:
                 return x._var
             if not x._trace.alive:
-                raise _leaked(x)
+                raise leaked_tracer_error(x)
             return self._const(x, x.aval)
         tx = type(x)
         if tx in (int, float, bool, complex):
@@ -668,7 +668,7 @@ class JaxprTrace(Trace):
                 raise _with_source(e, prim) from None
             if key is not None:
                 _abstract_eval_cache[key] = out_avals
-        src = _state.source
+        src = trace_state.source
         if src is None:  # user_source(2), without its call
             walker = _frame_walker
             src = NotImplemented if walker is None else \
@@ -677,10 +677,10 @@ class JaxprTrace(Trace):
                 src = user_source(2)
         if prim.multiple_results:
             outvars = [Var(a) for a in out_avals]
-            self.eqns.append(JaxprEqn(prim, invars, outvars, params, _state.ctx, src))
+            self.eqns.append(JaxprEqn(prim, invars, outvars, params, trace_state.ctx, src))
             return [JaxprTracer(self, v, src) for v in outvars]
         v = Var(out_avals)
-        self.eqns.append(JaxprEqn(prim, invars, [v], params, _state.ctx, src))
+        self.eqns.append(JaxprEqn(prim, invars, [v], params, trace_state.ctx, src))
         return JaxprTracer(self, v, src)
 
     def concrete_value(self, tracer, what):
@@ -741,12 +741,12 @@ class ensure_compile_time_eval:
     __slots__ = ("trace", "prev")
 
     def __enter__(self):
-        self.trace = CompileTimeEvalTrace(_state.trace)
-        self.prev = _state.trace
-        _state.trace = self.trace
+        self.trace = CompileTimeEvalTrace(trace_state.trace)
+        self.prev = trace_state.trace
+        trace_state.trace = self.trace
 
     def __exit__(self, *exc):
-        _state.trace = self.prev
+        trace_state.trace = self.prev
         self.trace.alive = False
 
 
@@ -772,13 +772,13 @@ class OpaqueTraceState:
 def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
     """The current trace, opaque (as ``jax.extend.core.get_opaque_trace_state``)."""
     del convention
-    return OpaqueTraceState(_state.trace)
+    return OpaqueTraceState(trace_state.trace)
 
 
 def find_top_trace(_=None) -> Trace:
     """The current trace (as ``jax.extend.core.find_top_trace``, which ignores its
     argument)."""
-    return _state.trace
+    return trace_state.trace
 
 
 def register_source_exclusion(path: str) -> None:
@@ -828,14 +828,14 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
     Returns ``(jaxpr, consts, aux)``: consts may include tracers of enclosing
     traces; ``fun`` returns ``(outs, aux)`` where aux is passed through.
     """
-    parent = _state.trace
+    parent = trace_state.trace
     trace = JaxprTrace(parent, debug)
     trace.ref_scope = True  # refs of enclosing traces used here are threaded by the API
     names = debug.arg_names if debug and debug.arg_names else None
     tracers = [trace.new_arg(a, names[i] if names and i < len(names) else None)
                for i, a in enumerate(in_avals)]
-    prev = _state.trace
-    _state.trace = trace
+    prev = trace_state.trace
+    trace_state.trace = trace
     try:
         outs, aux = fun(*tracers)
         jaxpr, consts = trace.finish(outs)
@@ -844,7 +844,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
             raise
         raise ClosedOverRef(e.ref, debug.traced_for if debug else "this function") from None
     finally:
-        _state.trace = prev
+        trace_state.trace = prev
         trace.alive = False
     return jaxpr, consts, aux
 
@@ -876,11 +876,11 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
     def read(a):
         return a.val if type(a) is Literal else env[id(a)]
 
-    outer = _state.ctx
+    outer = trace_state.ctx
     eqn = None
     try:
         for eqn in jaxpr.eqns:
-            _state.ctx = merge_ctx(outer, eqn.ctx)
+            trace_state.ctx = merge_ctx(outer, eqn.ctx)
             ins = [read(a) for a in eqn.invars]
             out = eqn.primitive.bind(*ins, **eqn.params)
             if eqn.primitive.multiple_results:
@@ -893,7 +893,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list[Any]:
             add_equation_source(e, eqn)
         raise
     finally:
-        _state.ctx = outer
+        trace_state.ctx = outer
     return [read(a) for a in jaxpr.outvars]
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minijax.core.jaxpr import EqnContext
-from minijax.core.trace import Primitive, _state, merge_ctx
+from minijax.core.trace import Primitive, trace_state, merge_ctx
 from minijax.stages.fusion import MustFuseWarning
 from minijax.stages.jit import tagged_call
 from minijax._pytree import tree_flatten, tree_unflatten
@@ -62,12 +62,12 @@ class _MetadataContext:
         self._saved: list = []
 
     def __enter__(self):
-        self._saved.append(_state.ctx)
-        _state.ctx = merge_ctx(_state.ctx, EqnContext(self.metadata, ()))
+        self._saved.append(trace_state.ctx)
+        trace_state.ctx = merge_ctx(trace_state.ctx, EqnContext(self.metadata, ()))
         return self
 
     def __exit__(self, *exc):
-        _state.ctx = self._saved.pop()
+        trace_state.ctx = self._saved.pop()
 
     def __call__(self, fun: Callable) -> Callable:
         return _Tagged(fun, self.metadata)

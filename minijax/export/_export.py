@@ -152,18 +152,37 @@ class Exported:
         return call_exported(self)(*args, **kwargs)
 
     def in_shardings_jax(self, mesh) -> tuple:
-        """Shardings for the arguments on ``mesh`` (None where unspecified)."""
-        return tuple(_named_on_mesh(s, mesh) for s in self._in_named_shardings)
+        """Shardings for the arguments on ``mesh`` (a ``Mesh`` or ``AbstractMesh`` with
+        the axes of the mesh the function was exported for; None where unspecified)."""
+        return tuple(_named_on_mesh(s, mesh, self._has_named_shardings, h, a) for s, h, a in
+                     zip(self._in_named_shardings, self.in_shardings_hlo, self.in_avals))
 
     def out_shardings_jax(self, mesh) -> tuple:
-        return tuple(_named_on_mesh(s, mesh) for s in self._out_named_shardings)
+        """Shardings for the results on ``mesh`` (as ``in_shardings_jax``)."""
+        return tuple(_named_on_mesh(s, mesh, self._has_named_shardings, h, a) for s, h, a in
+                     zip(self._out_named_shardings, self.out_shardings_hlo, self.out_avals))
 
 
-def _named_on_mesh(s, mesh):
+def _named_on_mesh(s, mesh, has_named: bool = True, hlo=None, aval=None):
+    if not has_named:  # an HloSharding (jax's exports before 1/2026): its spec on mesh
+        if hlo is None:
+            return None
+        from minijax.sharding import NamedSharding
+        from minijax.runtime.sharding import spec_of_hlo
+        spec = spec_of_hlo(mesh, hlo, len(aval.shape))
+        if spec is None:
+            raise ValueError(f"the HloSharding {hlo} is not a PartitionSpec over {mesh}")
+        return NamedSharding(mesh, spec, memory_kind="device")
     if s is None:
         return None
-    from minijax.sharding import NamedSharding, PartitionSpec
-    return NamedSharding(mesh, PartitionSpec(*s.spec))
+    from minijax.sharding import NamedSharding
+    am = mesh.abstract_mesh
+    if (tuple(am.axis_sizes) != tuple(s.mesh.axis_sizes)
+            or tuple(am.axis_names) != tuple(s.mesh.axis_names)
+            or tuple(am.axis_types) != tuple(s.mesh.axis_types)):
+        raise ValueError(f"NamedSharding new mesh {mesh} does not match the mesh used for "
+                         f"export {s.mesh}.")
+    return NamedSharding(mesh, s.spec, memory_kind=s.memory_kind)
 
 
 _vjp_cache: dict = {}
@@ -283,13 +302,10 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
         raise NotImplementedError("serialization of host_callbacks is not yet implemented")
     device = lowered._device
     nr_devices = len(getattr(device, "devices", ())) or 1
-    if nr_devices > 1:
-        raise NotImplementedError(
-            "minijax.export supports functions on one device; this one is placed on "
-            f"{nr_devices} devices")
     _check_custom_calls(text, disabled)
     multi = len(platforms) > 1
     in_avals = tuple(entry.in_avals)
+    in_named, out_named = _named_shardings(device, in_avals, tuple(entry.out_avals))
     poly = bool(dim_vars_of(a.shape for a in in_avals))
     module_text = _to_calling_convention(text, multi, poly)
     blob = portable.serialize(module_text)
@@ -299,18 +315,45 @@ def _export_lowered(lowered, platforms: tuple, disabled: tuple) -> Exported:
     unordered = tuple(sorted({e for e in _effects_of(closed) if not e.ordered}, key=repr))
 
     def get_vjp(primal: Exported) -> Exported:
-        return _export_vjp(closed, primal)
+        return _export_vjp(closed, primal, device)
 
     return Exported(
         fun_name=entry.name, in_tree=entry.in_tree, in_avals=in_avals,
         out_tree=entry.out_tree, out_avals=out_avals, _has_named_shardings=True,
-        _in_named_shardings=(None,) * len(in_avals),
-        _out_named_shardings=(None,) * len(out_avals),
+        _in_named_shardings=in_named, _out_named_shardings=out_named,
         in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
         nr_devices=nr_devices, platforms=platforms, ordered_effects=(),
         unordered_effects=unordered, disabled_safety_checks=disabled,
         mlir_module_serialized=blob, calling_convention_version=CALLING_CONVENTION_VERSION,
         module_kept_var_idx=kept, uses_global_constants=multi or poly, _get_vjp=get_vjp)
+
+
+def _named_shardings(device, in_avals: tuple, out_avals: tuple) -> tuple[tuple, tuple]:
+    """The shardings an Exported records, as jax's: per argument and result, the
+    ``NamedSharding`` asked for, over its mesh's ``AbstractMesh``, or None where none was
+    (unspecified: the partitioner chooses)."""
+    from minijax.runtime.sharding import Placement
+    if not isinstance(device, Placement):
+        return (None,) * len(in_avals), (None,) * len(out_avals)
+    if len(device.in_shardings) != len(in_avals):
+        raise NotImplementedError(
+            f"exporting a sharded function: {len(device.in_shardings)} argument shardings "
+            f"for {len(in_avals)} arguments")
+    specified = device.in_specified or (True,) * len(in_avals)
+    ins = tuple(_abstract_named(s, a) if given else None
+                for s, a, given in zip(device.in_shardings, in_avals, specified))
+    outs = device.out_shardings or (None,) * len(out_avals)
+    return ins, tuple(_abstract_named(s, a) for s, a in zip(outs, out_avals))
+
+
+def _abstract_named(s, aval):
+    from minijax.runtime.sharding import NamedSharding
+    if s is None:
+        return None
+    if not isinstance(s, NamedSharding):
+        raise NotImplementedError(f"exporting a function whose values are laid out as {s} "
+                                  "(only NamedShardings are recorded)")
+    return NamedSharding(s.mesh.abstract_mesh, s.spec, memory_kind=s.memory_kind)
 
 
 def _effects_of(closed) -> frozenset:
@@ -322,9 +365,11 @@ def _flat_spec(avals) -> list:
     return [ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
 
 
-def _export_vjp(closed, primal: Exported) -> Exported:
+def _export_vjp(closed, primal: Exported, device=None) -> Exported:
     """The Exported of ``(primals..., out cotangents...) -> input cotangents`` of the flat
-    function ``closed`` computes."""
+    function ``closed`` computes; for a sharded primal (``device`` its Placement), laid
+    out as jax's: the primals and cotangents as the primal's arguments and results, the
+    input cotangents as its arguments."""
     from minijax.api.ad import vjp
     from minijax.stages.jit import jit
     n_in = len(primal.in_avals)
@@ -339,7 +384,15 @@ def _export_vjp(closed, primal: Exported) -> Exported:
 
     fun_vjp.__name__ = f"vjp_{primal.fun_name}"
     specs = _flat_spec(primal.in_avals) + _flat_spec(_tangent_aval(a) for a in primal.out_avals)
-    return export(jit(fun_vjp), platforms=primal.platforms,
+    from minijax.runtime.sharding import Placement
+    if isinstance(device, Placement):
+        specified = device.in_specified or (True,) * n_in
+        ins = [s if given else None for s, given in zip(device.in_shardings, specified)]
+        outs = list(device.out_shardings or (None,) * len(primal.out_avals))
+        wrapped = jit(fun_vjp, in_shardings=tuple(ins + outs), out_shardings=list(ins))
+    else:
+        wrapped = jit(fun_vjp)
+    return export(wrapped, platforms=primal.platforms,
                   disabled_checks=primal.disabled_safety_checks)(*specs)
 
 
@@ -500,8 +553,13 @@ def _lowering(ctx, *args, exported: Exported):
                              f"'{exported.platforms}' but it is used on '{(platform,)}'.")
     else:
         index = None
-    text, main, ins, outs = _imported_functions(exported)
     mod = ctx.module
+    num_devices = _context_devices(mod)
+    if num_devices != exported.nr_devices and exported.nr_devices != 1:
+        raise ValueError(
+            f"Function {exported.fun_name} was exported for {exported.nr_devices} devices "
+            f"and is called in a context with {num_devices} devices, which is not allowed.")
+    text, main, ins, outs = _imported_functions(exported)
     key = ("call_exported", id(exported))
     if key not in mod.cache:
         mod.raw.append(text)
@@ -534,6 +592,15 @@ def _lowering(ctx, *args, exported: Exported):
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     return [r if r.type == t else ctx.op("stablehlo.convert", [r], a)
             for r, t, a in zip(res, out_types, out_avals)]
+
+
+def _context_devices(mod) -> int:
+    """The number of devices the module being lowered is partitioned over."""
+    text = mod.attrs.get("mhlo.num_partitions", "1 : i32")
+    try:
+        return int(str(text).split(":")[0])
+    except ValueError:
+        return 1
 
 
 def _batch(trace, vals, dims, *, exported: Exported):

@@ -2,6 +2,13 @@
 serialization version 11 read, written as jax writes it), with minijax's own flatbuffer
 code (``_flatbuf.py``).
 
+Shardings are written as jax 0.10.2 writes them: the distinct abstract meshes (table
+20: axis sizes, names, types, abstract device) and named shardings (table 21: mesh
+index, PartitionSpec, memory kind), each argument's and result's as an index (tables
+24/25, 0 unspecified) and, for older readers, spelled out (tables 7/8). Reading also
+takes the older forms: shardings in tables 7/8 only, and jax's HloSharding protos of
+before 1/15/2026 (``_opsharding.py``), which make an Exported without named shardings.
+
 Reading checks everything: a buffer that is not an Exported (truncated, flipped bits,
 another file) is a ``ValueError`` and nothing runs. Pytree node types other than tuple,
 list, dict and None are looked up by the name they were registered under with
@@ -37,6 +44,7 @@ _DTYPE_CODES = {
     "float0": 22, "float8_e4m3": 23, "float8_e3m4": 24, "float8_e8m0fnu": 25,
     "float4_e2m1fn": 26}
 _MEM_DEVICE = 1
+_AXIS_TYPE_CODES = {"Auto": 1, "Explicit": 2, "Manual": 3}
 _KEY_FRY = 27
 _DC_PLATFORM, _DC_CUSTOM_CALL, _DC_SHAPE_ASSERTIONS = 0, 1, 2
 
@@ -80,8 +88,10 @@ def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
             index[k] = len(uniques)
             uniques.append((a, key))
     n_in = len(exp.in_avals)
-    if any(s is not None for s in (*exp._in_named_shardings, *exp._out_named_shardings)):
-        raise NotImplementedError("serializing an Exported with shardings")
+    if not exp._has_named_shardings:
+        raise ValueError("Exported being serialized must have named shardings after "
+                         "3/17/2026.")
+    shardings = _Shardings(exp)
     f: dict = {
         0: ("u16", 3),  # as jax: older readers accept only version 2 or 3 here
         1: exp.fun_name,
@@ -89,8 +99,8 @@ def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
         3: Vector([_aval_table(a, k) for a, k in flagged[:n_in]]),
         4: _tree_table(exp.out_tree),
         5: Vector([_aval_table(a, k) for a, k in flagged[n_in:]]),
-        7: Vector([Table({}) for _ in exp.in_avals]),
-        8: Vector([Table({}) for _ in exp.out_avals]),
+        7: Vector([shardings.sharding_table(x) for x in exp._in_named_shardings]),
+        8: Vector([shardings.sharding_table(x) for x in exp._out_named_shardings]),
         9: Vector(list(exp.platforms)),
         10: Vector([_effect_table(e) for e in exp.ordered_effects]),
         11: Vector([_effect_table(e) for e in exp.unordered_effects]),
@@ -100,12 +110,12 @@ def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
         15: Scalars("H", exp.module_kept_var_idx),
         18: ("u32", exp.nr_devices),
         19: Vector([_aval_table(a, k) for a, k in uniques]),
-        20: Vector([]),
-        21: Vector([]),
+        20: Vector([_mesh_table(m) for m in shardings.meshes]),
+        21: Vector([shardings.named_table(x) for x in shardings.named]),
         22: Scalars("I", [index[_aval_key(a, k)] for a, k in flagged[:n_in]]),
         23: Scalars("I", [index[_aval_key(a, k)] for a, k in flagged[n_in:]]),
-        24: Scalars("I", [0] * len(exp.in_avals)),
-        25: Scalars("I", [0] * len(exp.out_avals)),
+        24: Scalars("I", [shardings.index(x) for x in exp._in_named_shardings]),
+        25: Scalars("I", [shardings.index(x) for x in exp._out_named_shardings]),
     }
     if exp.uses_global_constants:
         f[16] = ("bool", 1)
@@ -120,6 +130,82 @@ def _exported_table(exp: _export.Exported, vjp_order: int) -> Table:
                 "random.key_data(key))")
         f[17] = _exported_table(exp.vjp(), vjp_order - 1)
     return Table(f)
+
+
+class _Shardings:
+    """The distinct abstract meshes and named shardings of an Exported, in order of first
+    use (jax's tables 20 and 21; a sharding's index in table 24/25 is one more than its
+    position, 0 being unspecified)."""
+
+    def __init__(self, exp: _export.Exported):
+        self.meshes: list = []
+        self.named: list = []
+        self._mesh_pos: dict = {}
+        self._pos: dict = {}
+        for x in (*exp._in_named_shardings, *exp._out_named_shardings):
+            if x is None:
+                continue
+            m = x.mesh
+            if _mesh_id(m) not in self._mesh_pos:
+                self._mesh_pos[_mesh_id(m)] = len(self.meshes)
+                self.meshes.append(m)
+            if _named_id(x) not in self._pos:
+                self._pos[_named_id(x)] = len(self.named)
+                self.named.append(x)
+
+    def index(self, x) -> int:
+        return 0 if x is None else 1 + self._pos[_named_id(x)]
+
+    def named_table(self, x) -> Table:
+        # as jax: the whole mesh again (for readers older than table 20) and its index
+        f = {0: _mesh_table(x.mesh), 1: _spec_table(x.spec)}
+        if x.memory_kind is not None:
+            f[2] = x.memory_kind
+        i = self._mesh_pos[_mesh_id(x.mesh)]
+        if i:
+            f[3] = ("u32", i)
+        return Table(f)
+
+    def sharding_table(self, x) -> Table:
+        return Table({}) if x is None else Table({2: self.named_table(x)})
+
+
+def _mesh_id(m) -> tuple:
+    # jax's abstract meshes differ when their devices' kinds do
+    d = getattr(m, "abstract_device", None)
+    return (tuple(m.axis_sizes), tuple(m.axis_names), tuple(m.axis_types),
+            None if d is None else (d.device_kind, d.num_cores, d.platform))
+
+
+def _named_id(x) -> tuple:
+    # as jax's NamedSharding equality: the spec as written (P('x') is not P('x', None))
+    return (_mesh_id(x.mesh), tuple(x.spec), x.memory_kind)
+
+
+def _mesh_table(m) -> Table:
+    from minijax.runtime.sharding import AbstractMesh
+    if not isinstance(m, AbstractMesh):
+        m = m.abstract_mesh
+    f = {0: Scalars("I", list(m.axis_sizes)), 1: Vector(list(m.axis_names)),
+         2: Scalars("b", [_AXIS_TYPE_CODES[t.name] for t in m.axis_types])}
+    d = getattr(m, "abstract_device", None)
+    if d is not None:
+        df = {0: d.device_kind, 2: d.platform}
+        if d.num_cores is not None:
+            df[1] = ("u32", d.num_cores)
+        f[3] = Table(df)
+    return Table(f)
+
+
+def _spec_table(spec) -> Table:
+    from minijax.runtime.sharding import UNCONSTRAINED
+    parts = []
+    for p in spec:
+        if p is UNCONSTRAINED:
+            raise NotImplementedError("serializing a PartitionSpec with UNCONSTRAINED")
+        axes = () if p is None else (p,) if isinstance(p, str) else tuple(p)
+        parts.append(Table({0: Vector(list(axes))}))
+    return Table({0: Vector(parts), 1: Vector([]), 2: Vector([])})
 
 
 def _aval_key(a, key: bool) -> tuple:
@@ -268,9 +354,8 @@ def _read_exported(r, depth: int) -> _export.Exported:
         _bad("no function name")
     scope = SymbolicScope(())  # jax does not serialize constraints
     uniq = [_read_aval(a, scope) for a in r.tables(19)]  # (aval, is a key)
-    if r.tables(20) or r.tables(21):
-        raise NotImplementedError("deserializing an Exported with shardings (meshes) "
-                                  "is not implemented in minijax")
+    meshes = [_read_mesh(m) for m in r.tables(20)]
+    named = [_read_named(n, meshes) for n in r.tables(21)]
     in_idx, out_idx = r.scalars(22, "I"), r.scalars(23, "I")
     if in_idx or out_idx:
         if any(i >= len(uniq) for i in (*in_idx, *out_idx)):
@@ -284,18 +369,20 @@ def _read_exported(r, depth: int) -> _export.Exported:
     out_keys = {i for i, (_, k) in enumerate(out_avals) if k}
     in_avals = tuple(a for a, _ in in_avals)
     out_avals = tuple(a for a, _ in out_avals)
-    for slot, n in ((24, len(in_avals)), (25, len(out_avals))):
-        idxs = r.scalars(slot, "I")
-        if any(idxs):
-            raise NotImplementedError("deserializing an Exported with shardings is not "
-                                      "implemented in minijax")
-        if idxs and len(idxs) != n:
-            _bad("the shardings do not match the arguments")
-    for slot in (7, 8):
-        for s in r.tables(slot):
-            if s.table(2) is not None or s.bytes(1) is not None:
-                raise NotImplementedError("deserializing an Exported with shardings is "
-                                          "not implemented in minijax")
+    in_named = _read_shardings(r, 24, 7, in_avals, named, meshes)
+    out_named = _read_shardings(r, 25, 8, out_avals, named, meshes)
+    if any(isinstance(x, _OldHlo) for x in (*in_named, *out_named)):
+        # written by jax before 1/15/2026: HloShardings and no named shardings
+        has_named = False
+        in_hlo = tuple(_old_hlo(x) for x in in_named)
+        out_hlo = tuple(_old_hlo(x) for x in out_named)
+        in_named, out_named = (None,) * len(in_avals), (None,) * len(out_avals)
+    else:
+        has_named = True
+        in_avals = tuple(_with_sharding(a, x) for a, x in zip(in_avals, in_named))
+        out_avals = tuple(_with_sharding(a, x) for a, x in zip(out_avals, out_named))
+        in_hlo = tuple(_hlo_of(x, a) for x, a in zip(in_named, in_avals))
+        out_hlo = tuple(_hlo_of(x, a) for x, a in zip(out_named, out_avals))
     # A table reached twice (offsets may share it) is read twice: the budget keeps a
     # crafted buffer from growing a tree exponentially. jax writes every node apart, in
     # at least 8 bytes (its table and the offset to it).
@@ -331,15 +418,181 @@ def _read_exported(r, depth: int) -> _export.Exported:
         get_vjp = lambda _: vjp  # noqa: E731
     return _export.Exported(
         fun_name=fun_name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree,
-        out_avals=out_avals, _has_named_shardings=True,
-        _in_named_shardings=(None,) * len(in_avals),
-        _out_named_shardings=(None,) * len(out_avals),
-        in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals),
-        nr_devices=nr_devices, platforms=platforms, ordered_effects=ordered,
+        out_avals=out_avals, _has_named_shardings=has_named,
+        _in_named_shardings=in_named, _out_named_shardings=out_named,
+        in_shardings_hlo=in_hlo, out_shardings_hlo=out_hlo, nr_devices=nr_devices,
+        platforms=platforms, ordered_effects=ordered,
         unordered_effects=unordered, disabled_safety_checks=checks,
         mlir_module_serialized=module, calling_convention_version=ccv,
         module_kept_var_idx=tuple(kept), uses_global_constants=uses_global,
         _get_vjp=get_vjp)
+
+
+_MAX_MESH_AXES = 64
+_MAX_MESH_SIZE = 1 << 20
+
+
+def _name(x: str, what: str) -> str:
+    if not x or len(x) > 256 or not x.isprintable():
+        _bad(f"bad {what} {x[:50]!r}")
+    return x
+
+
+def _read_mesh(r):
+    """An ``AbstractMesh`` (table AbstractMesh), every field checked."""
+    from minijax.runtime.sharding import AbstractMesh, AxisType
+    n = r.length(1)
+    if n > _MAX_MESH_AXES:
+        _bad(f"a mesh with {n} axes")
+    sizes = r.scalars(0, "I")
+    names = tuple(_name(a, "mesh axis name") for a in r.strings(1))
+    codes = r.scalars(2, "b")
+    if not (len(sizes) == len(names) == len(codes)):
+        _bad(f"a mesh with {len(sizes)} axis sizes, {len(names)} names and {len(codes)} "
+             "axis types")
+    if len(set(names)) != len(names):
+        _bad(f"a mesh repeats an axis name: {names}")
+    total = 1
+    for z in sizes:
+        if z < 1:
+            _bad(f"a mesh axis of size {z}")
+        total *= z
+        if total > _MAX_MESH_SIZE:
+            _bad(f"a mesh of more than {_MAX_MESH_SIZE} devices")
+    by_code = {v: k for k, v in _AXIS_TYPE_CODES.items()}
+    if any(c not in by_code for c in codes):
+        _bad(f"unknown mesh axis type in {list(codes)}")
+    types = tuple(getattr(AxisType, by_code[c]) for c in codes)
+    return AbstractMesh(sizes, names, axis_types=types, abstract_device=_read_device(r.table(3)))
+
+
+def _read_device(r):
+    from minijax.runtime.sharding import AbstractDevice
+    if r is None:
+        return None
+    kind = r.string(0)
+    if kind is None:
+        _bad("an abstract device without a device kind")
+    _name(kind, "device kind")
+    cores = r.scalar(1, "<I", None)
+    platform = r.string(2)
+    if platform:
+        _name(platform, "platform")
+    else:  # written before jax recorded the platform: from the device kind, as jax
+        low = kind.lower()
+        if "cpu" in low:
+            platform = "cpu"
+        elif "tpu" in low:
+            platform = "tpu"
+        elif any(x in low for x in ("nvidia", "tesla", "amd")):
+            platform = "gpu"
+        else:
+            _bad(f"Got unexpected device_kind={kind!r}")
+    return AbstractDevice(kind, cores, platform)
+
+
+def _read_named(r, meshes: list):
+    """A ``NamedSharding`` over an abstract mesh (table NamedSharding): its mesh is
+    ``meshes[abstract_mesh_idx]`` when the Exported has a mesh table, else its own."""
+    from minijax.runtime.sharding import DuplicateSpecError, NamedSharding, PartitionSpec
+    if meshes:
+        i = r.scalar(3, "<I")
+        if i >= len(meshes):
+            _bad(f"a sharding names mesh {i} of {len(meshes)}")
+        mesh = meshes[i]
+    else:
+        m = r.table(0)
+        if m is None:
+            _bad("a sharding without a mesh")
+        mesh = _read_mesh(m)
+    spec_r = r.table(1)
+    if spec_r is None:
+        _bad("a sharding without a PartitionSpec")
+    if spec_r.length(0) > 1024:
+        _bad("a PartitionSpec of more than 1024 dimensions")
+    parts = []
+    for one in spec_r.tables(0):
+        axes = tuple(_name(a, "axis name") for a in one.strings(0))
+        parts.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+    if spec_r.length(1) or spec_r.length(2):
+        raise NotImplementedError("deserializing a PartitionSpec with reduced or unreduced "
+                                  "axes is not implemented in minijax")
+    kind = r.string(2)
+    if kind is not None:
+        _name(kind, "memory kind")
+    try:
+        return NamedSharding(mesh, PartitionSpec(*parts), memory_kind=kind)
+    except (DuplicateSpecError, TypeError) as e:
+        _bad(f"a bad sharding: {e}")
+
+
+def _read_shardings(r, idx_slot: int, old_slot: int, avals: tuple, named: list,
+                    meshes: list) -> tuple:
+    """One sharding (None: unspecified) per aval: by index into ``named`` (table 24/25,
+    0 unspecified) or, in older buffers, spelled out (table 7/8)."""
+    idxs = r.scalars(idx_slot, "I")
+    if idxs:
+        if len(idxs) != len(avals):
+            _bad("the shardings do not match the arguments")
+        if any(i > len(named) for i in idxs):
+            _bad("a sharding index is out of range")
+        out = tuple(None if i == 0 else named[i - 1] for i in idxs)
+    else:
+        old = r.tables(old_slot)
+        if old and len(old) != len(avals):
+            _bad("the shardings do not match the arguments")
+        out = tuple(_read_old_sharding(s, meshes, len(a.shape))
+                    for s, a in zip(old, avals)) or (None,) * len(avals)
+    for x, a in zip(out, avals):
+        if x is not None and not isinstance(x, _OldHlo) and len(x.spec) > len(a.shape):
+            _bad(f"the sharding {x.spec} has more entries than the {len(a.shape)} "
+                 "dimensions of its array")
+    return out
+
+
+class _OldHlo:
+    """An argument's sharding as an XLA HloSharding (jax's exports before 1/15/2026)."""
+
+    __slots__ = ("hlo",)
+
+    def __init__(self, hlo):
+        self.hlo = hlo
+
+
+def _old_hlo(x):
+    if x is None:
+        return None
+    if not isinstance(x, _OldHlo):
+        _bad("an Exported mixes named shardings and HloSharding protos")
+    return x.hlo
+
+
+def _read_old_sharding(r, meshes: list, ndim: int):
+    ns = r.table(2)
+    if ns is not None:
+        return _read_named(ns, meshes)
+    proto = r.bytes(1)
+    if proto is not None:
+        from minijax.export._opsharding import op_sharding_text
+        from minijax.runtime.sharding import hlo_sharding_from_text
+        if len(proto) > 1 << 20:
+            _bad("an HloSharding proto of more than 1 MiB")
+        return _OldHlo(hlo_sharding_from_text(op_sharding_text(proto, ndim)))
+    return None
+
+
+def _with_sharding(a: ShapedArray, x) -> ShapedArray:
+    """The aval carries the sharding of its explicit mesh axes, as jax's
+    ``update_aval_with_sharding``."""
+    if x is None:
+        return a
+    from minijax.runtime.sharding import aval_sharding
+    s = aval_sharding(x, len(a.shape))
+    return a if s is None else ShapedArray(a.shape, a.dtype, a.weak_type, sharding=s)
+
+
+def _hlo_of(x, a):
+    return None if x is None else x._to_xla_hlo_sharding(len(a.shape))
 
 
 def _read_aval(r, scope) -> tuple[ShapedArray, bool]:

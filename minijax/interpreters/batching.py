@@ -38,6 +38,9 @@ def _plain(prim: Primitive, rule: Callable) -> Callable:
     prim.rules.pop("batch_always", None)
 
     def batch(trace, vals, dims, **params):
+        if all(d is not_mapped for d in dims):  # as jax: nothing batched, bind as is
+            out = prim.bind(*vals, **params)
+            return (out, [not_mapped] * len(out)) if prim.multiple_results else (out, not_mapped)
         return rule(tuple(vals), tuple(dims), **params)
     return batch
 

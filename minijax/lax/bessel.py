@@ -22,9 +22,6 @@ from minijax.lax.shape import broadcast_in_dim
 from minijax.lax.unary import abs as _abs, sign, sqrt
 from minijax.transforms.ad import defjvp2
 
-bessel_i0e_p = unary_primitive("bessel_i0e", "", "f")
-bessel_i1e_p = unary_primitive("bessel_i1e", "chlo.bessel_i1e", "f")
-
 # Chebyshev coefficients of exp(-x) I0(x) (Cephes i0.c), highest order first: on [0, 8]
 # in t = x/2 - 2, and of sqrt(x) exp(-x) I0(x) on (8, inf) in t = 32/x - 2. float32 keeps
 # the last 18 and 7 of them.
@@ -87,6 +84,19 @@ def _i0e_lowering(ctx, x):
     return ctx.lower_jaxpr(ClosedJaxpr(jaxpr, consts), [x])[0]
 
 
+# ---- the primitives ---------------------------------------------------------------------------
+# (abstract eval, the CHLO lowering of i1e and elementwise batching come from unary_primitive)
+
+bessel_i0e_p = unary_primitive("bessel_i0e", "", "f")
+bessel_i0e_p.def_lowering(_i0e_lowering)
+defjvp2(bessel_i0e_p, lambda t, ans, x: mul(t, sub(bessel_i1e(x), mul(sign(x), ans))))
+
+
+def bessel_i0e(x):
+    """``exp(-|x|) I0(x)``, the exponentially scaled modified Bessel function of order 0."""
+    return bessel_i0e_p.bind(x)
+
+
 def _i1e_jvp(t, ans, x):
     # d/dx i1e = i0e(x) - i1e(x) (sign(x) + 1/x), whose limit at 0 is 1/2.
     eps = np.asarray(np.finfo(get_aval(x).dtype).eps, get_aval(x).dtype)
@@ -96,17 +106,8 @@ def _i1e_jvp(t, ans, x):
     return mul(t, select(away, slope, _full_like(x, 0.5)))
 
 
-# ---- registration -----------------------------------------------------------------------------
-# (abstract eval, the CHLO lowering of i1e and elementwise batching come from unary_primitive)
-
-bessel_i0e_p.def_lowering(_i0e_lowering)
-defjvp2(bessel_i0e_p, lambda t, ans, x: mul(t, sub(bessel_i1e(x), mul(sign(x), ans))))
+bessel_i1e_p = unary_primitive("bessel_i1e", "chlo.bessel_i1e", "f")
 defjvp2(bessel_i1e_p, _i1e_jvp)
-
-
-def bessel_i0e(x):
-    """``exp(-|x|) I0(x)``, the exponentially scaled modified Bessel function of order 0."""
-    return bessel_i0e_p.bind(x)
 
 
 def bessel_i1e(x):

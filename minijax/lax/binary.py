@@ -1,7 +1,10 @@
 """Elementwise two-operand primitives: arithmetic, bitwise/logical and comparisons.
 
 Operands must have the same dtype; shapes must be equal except that a rank-0
-operand broadcasts (as in jax's jaxprs: ``mul b 2.0:f32[]``).
+operand broadcasts (as in jax's jaxprs: ``mul b 2.0:f32[]``). The helpers the rules
+share come first; then one block per primitive: its definition (``binary_primitive``
+gives the abstract eval, lowering and elementwise batching), its jvp and transpose, its
+lax function.
 """
 
 from __future__ import annotations
@@ -18,100 +21,8 @@ from minijax.transforms.ad import (Zero, defjvp, defjvp_zero, instantiate, is_un
                                    tangent_aval)
 from minijax.transforms.batching import def_elementwise_batch
 
-add_p = binary_primitive("add", "stablehlo.add", "fciub")
-sub_p = binary_primitive("sub", "stablehlo.subtract", "fciu")
-mul_p = binary_primitive("mul", "stablehlo.multiply", "fciub")
-div_p = binary_primitive("div", "stablehlo.divide", "fciu")
-rem_p = binary_primitive("rem", "stablehlo.remainder", "fiu")
-pow_p = binary_primitive("pow", "stablehlo.power", "fc")
-max_p = binary_primitive("max", "stablehlo.maximum", "fciub")
-min_p = binary_primitive("min", "stablehlo.minimum", "fciub")
-atan2_p = binary_primitive("atan2", "stablehlo.atan2", "fc")
-and_p = binary_primitive("and", "stablehlo.and", "biu")
-or_p = binary_primitive("or", "stablehlo.or", "biu")
-xor_p = binary_primitive("xor", "stablehlo.xor", "biu")
-nextafter_p = binary_primitive("nextafter", "chlo.next_after", "f")
-shift_left_p = binary_primitive("shift_left", "stablehlo.shift_left", "iu")
-shift_right_arithmetic_p = binary_primitive(
-    "shift_right_arithmetic", "stablehlo.shift_right_arithmetic", "iu")
-shift_right_logical_p = binary_primitive(
-    "shift_right_logical", "stablehlo.shift_right_logical", "iu")
 
-
-def _compare_type(dt) -> str:
-    if dtypes.is_inexact(dt):
-        return "FLOAT"
-    if dtypes.is_signed(dt):
-        return "SIGNED"
-    return "UNSIGNED"
-
-
-def _comparison(name: str, direction: str, kinds: str = "fciub") -> Primitive:
-    p = Primitive(name)
-
-    def abstract_eval(x, y):
-        check_dtype(name, x, kinds)
-        same_dtypes(name, [x, y])
-        # Like jax, the result is weakly typed when both operands are.
-        return ShapedArray(broadcast_shapes_scalar(name, [x, y]), dtypes.bool_,
-                           x.weak_type and y.weak_type)
-
-    def lowering(ctx, x, y):
-        out = ctx.avals_out[0]
-        x = broadcast_operand(ctx, x, out.shape)
-        y = broadcast_operand(ctx, y, out.shape)
-        return ctx.op("stablehlo.compare", [x, y], out, {
-            "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
-            "compare_type": f"#stablehlo<comparison_type {_compare_type(x.aval.dtype)}>",
-        })
-
-    p.def_abstract_eval(abstract_eval)
-    p.def_lowering(lowering)
-    def_elementwise_batch(p)
-    return p
-
-
-eq_p = _comparison("eq", "EQ")
-ne_p = _comparison("ne", "NE")
-lt_p = _comparison("lt", "LT", "fiub")
-le_p = _comparison("le", "LE", "fiub")
-gt_p = _comparison("gt", "GT", "fiub")
-ge_p = _comparison("ge", "GE", "fiub")
-
-
-def add(x, y): return add_p.bind(x, y)
-def sub(x, y): return sub_p.bind(x, y)
-def mul(x, y, *, out_dtype=None):
-    """Elementwise product; with ``out_dtype`` both operands are converted to it first
-    (as jax's ``mul(..., out_dtype=)`` does on CPU)."""
-    if out_dtype is not None:
-        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
-    return mul_p.bind(x, y)
-
-
-def div(x, y): return div_p.bind(x, y)
-def rem(x, y): return rem_p.bind(x, y)
-def pow(x, y): return pow_p.bind(x, y)  # noqa: A001
-def max(x, y): return max_p.bind(x, y)  # noqa: A001
-def min(x, y): return min_p.bind(x, y)  # noqa: A001
-def atan2(x, y): return atan2_p.bind(x, y)
-def bitwise_and(x, y): return and_p.bind(x, y)
-def bitwise_or(x, y): return or_p.bind(x, y)
-def bitwise_xor(x, y): return xor_p.bind(x, y)
-def nextafter(x1, x2): return nextafter_p.bind(x1, x2)
-def shift_left(x, y): return shift_left_p.bind(x, y)
-def shift_right_arithmetic(x, y): return shift_right_arithmetic_p.bind(x, y)
-def shift_right_logical(x, y): return shift_right_logical_p.bind(x, y)
-def eq(x, y): return eq_p.bind(x, y)
-def ne(x, y): return ne_p.bind(x, y)
-def lt(x, y): return lt_p.bind(x, y)
-def le(x, y): return le_p.bind(x, y)
-def gt(x, y): return gt_p.bind(x, y)
-def ge(x, y): return ge_p.bind(x, y)
-
-
-# ---- differentiation rules ---------------------------------------------------------------
-
+# ---- helpers the rules share --------------------------------------------------------------
 
 def unbroadcast(ct, aval):
     """Sum ``ct`` down to ``aval``'s shape (a rank-0 operand was broadcast)."""
@@ -138,31 +49,6 @@ def _shaped(t, shape: tuple):
     return broadcast_in_dim(t, shape, ())
 
 
-def _add_transpose(ct, x, y):
-    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            unbroadcast(ct, y.aval) if is_undefined(y) else None]
-
-
-def _sub_transpose(ct, x, y):
-    from minijax.lax.unary import neg
-    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
-            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
-
-
-def _mul_transpose(ct, x, y):
-    if is_undefined(x) and is_undefined(y):
-        raise NotImplementedError("mul is not linear in both operands at once")
-    if is_undefined(x):
-        return [unbroadcast(mul(ct, y), x.aval), None]
-    return [None, unbroadcast(mul(x, ct), y.aval)]
-
-
-def _div_transpose(ct, x, y):
-    if is_undefined(y):
-        raise NotImplementedError("div is not linear in its divisor")
-    return [unbroadcast(div(ct, y), x.aval), None]
-
-
 def _binary_linear_jvp(prim):
     def rule(primals, tangents):
         out = prim.bind(*primals)
@@ -182,13 +68,95 @@ def _binary_linear_jvp(prim):
     return rule
 
 
+def _compare_type(dt) -> str:
+    if dtypes.is_inexact(dt):
+        return "FLOAT"
+    if dtypes.is_signed(dt):
+        return "SIGNED"
+    return "UNSIGNED"
+
+
+def _comparison(name: str, direction: str, kinds: str = "fciub") -> Primitive:
+    """A comparison primitive: a bool result, elementwise batching, a zero derivative."""
+    p = Primitive(name)
+
+    def abstract_eval(x, y):
+        check_dtype(name, x, kinds)
+        same_dtypes(name, [x, y])
+        # Like jax, the result is weakly typed when both operands are.
+        return ShapedArray(broadcast_shapes_scalar(name, [x, y]), dtypes.bool_,
+                           x.weak_type and y.weak_type)
+
+    def lowering(ctx, x, y):
+        out = ctx.avals_out[0]
+        x = broadcast_operand(ctx, x, out.shape)
+        y = broadcast_operand(ctx, y, out.shape)
+        return ctx.op("stablehlo.compare", [x, y], out, {
+            "comparison_direction": f"#stablehlo<comparison_direction {direction}>",
+            "compare_type": f"#stablehlo<comparison_type {_compare_type(x.aval.dtype)}>",
+        })
+
+    p.def_abstract_eval(abstract_eval)
+    p.def_lowering(lowering)
+    def_elementwise_batch(p)
+    defjvp_zero(p)
+    return p
+
+
+# ---- add, sub: linear -------------------------------------------------------------------------
+add_p = binary_primitive("add", "stablehlo.add", "fciub")
+
+
+def _add_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined(y) else None]
+
+
 add_p.def_jvp(_binary_linear_jvp(add_p))
 add_p.def_transpose(_add_transpose)
+def add(x, y): return add_p.bind(x, y)
+
+
+sub_p = binary_primitive("sub", "stablehlo.subtract", "fciu")
+
+
+def _sub_transpose(ct, x, y):
+    from minijax.lax.unary import neg
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
+
+
 sub_p.def_jvp(_binary_linear_jvp(sub_p))
 sub_p.def_transpose(_sub_transpose)
+def sub(x, y): return sub_p.bind(x, y)
+
+
+# ---- mul, div: linear in one operand ----------------------------------------------------------
+mul_p = binary_primitive("mul", "stablehlo.multiply", "fciub")
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise NotImplementedError("mul is not linear in both operands at once")
+    if is_undefined(x):
+        return [unbroadcast(mul(ct, y), x.aval), None]
+    return [None, unbroadcast(mul(x, ct), y.aval)]
+
+
 defjvp(mul_p, lambda t, x, y: _shaped(mul(t, y), _out_shape(x, y)),
        lambda t, x, y: _shaped(mul(x, t), _out_shape(x, y)))
 mul_p.def_transpose(_mul_transpose)
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise product; with ``out_dtype`` both operands are converted to it first
+    (as jax's ``mul(..., out_dtype=)`` does on CPU)."""
+    if out_dtype is not None:
+        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
+    return mul_p.bind(x, y)
+
+
+div_p = binary_primitive("div", "stablehlo.divide", "fciu")
 
 
 def _div_jvp_rhs(t, x, y):
@@ -197,8 +165,33 @@ def _div_jvp_rhs(t, x, y):
     return _shaped(mul(mul(neg(t), x), integer_pow(y, -2)), _out_shape(x, y))
 
 
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise NotImplementedError("div is not linear in its divisor")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
 defjvp(div_p, lambda t, x, y: _shaped(div(t, y), _out_shape(x, y)), _div_jvp_rhs)
 div_p.def_transpose(_div_transpose)
+def div(x, y): return div_p.bind(x, y)
+
+
+# ---- rem, pow, atan2 --------------------------------------------------------------------------
+rem_p = binary_primitive("rem", "stablehlo.remainder", "fiu")
+
+
+def _rem_jvp_y(t, x, y):
+    from minijax.lax.unary import abs as _abs, floor, neg, sign
+    q = div(x, y)
+    trunc = mul(sign(q), floor(_abs(q)))  # rem(x, y) = x - y * trunc(x / y)
+    return _shaped(neg(mul(t, trunc)), _out_shape(x, y))
+
+
+defjvp(rem_p, lambda t, x, y: _shaped(t, _out_shape(x, y)), _rem_jvp_y)
+def rem(x, y): return rem_p.bind(x, y)
+
+
+pow_p = binary_primitive("pow", "stablehlo.power", "fc")
 
 
 def _pow_jvp_x(t, x, y):
@@ -219,7 +212,27 @@ def _pow_jvp_y(t, x, y):
 
 
 defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+def pow(x, y): return pow_p.bind(x, y)  # noqa: A001
 
+
+atan2_p = binary_primitive("atan2", "stablehlo.atan2", "fc")
+
+
+def _atan2_jvp(which):
+    def f(t, x, y):
+        denom = add(mul(x, x), mul(y, y))
+        num = y if which == 0 else x
+        from minijax.lax.unary import neg
+        g = div(num, denom) if which == 0 else neg(div(num, denom))
+        return _shaped(mul(t, g), _out_shape(x, y))
+    return f
+
+
+defjvp(atan2_p, _atan2_jvp(0), _atan2_jvp(1))
+def atan2(x, y): return atan2_p.bind(x, y)
+
+
+# ---- max, min: complex values ordered as (real, imag) ----------------------------------------
 
 def _minmax_partials(chooses_x):
     """Tangent partials of max/min: the tangent follows the chosen operand and ties split
@@ -272,10 +285,6 @@ def _minmax_lowering(kind):
     return lowering
 
 
-max_p.def_lowering(_minmax_lowering("max"))
-min_p.def_lowering(_minmax_lowering("min"))
-
-
 def strictly_greater(x, y):
     """``x > y``, complex values ordered lexicographically as ``max`` orders them."""
     if dtypes.is_complex(get_aval(x).dtype):
@@ -290,31 +299,76 @@ def strictly_less(x, y):
     return lt(x, y)
 
 
+max_p = binary_primitive("max", "stablehlo.maximum", "fciub")
+max_p.def_lowering(_minmax_lowering("max"))
 defjvp(max_p, *_minmax_partials(strictly_greater))
+def max(x, y): return max_p.bind(x, y)  # noqa: A001
+
+
+min_p = binary_primitive("min", "stablehlo.minimum", "fciub")
+min_p.def_lowering(_minmax_lowering("min"))
 defjvp(min_p, *_minmax_partials(strictly_less))
+def min(x, y): return min_p.bind(x, y)  # noqa: A001
 
 
-def _atan2_jvp(which):
-    def f(t, x, y):
-        denom = add(mul(x, x), mul(y, y))
-        num = y if which == 0 else x
-        from minijax.lax.unary import neg
-        g = div(num, denom) if which == 0 else neg(div(num, denom))
-        return _shaped(mul(t, g), _out_shape(x, y))
-    return f
+# ---- bitwise and logical: zero derivatives ------------------------------------------------
+and_p = binary_primitive("and", "stablehlo.and", "biu")
+defjvp_zero(and_p)
+def bitwise_and(x, y): return and_p.bind(x, y)
 
 
-defjvp(atan2_p, _atan2_jvp(0), _atan2_jvp(1))
+or_p = binary_primitive("or", "stablehlo.or", "biu")
+defjvp_zero(or_p)
+def bitwise_or(x, y): return or_p.bind(x, y)
 
 
-def _rem_jvp_y(t, x, y):
-    from minijax.lax.unary import abs as _abs, floor, neg, sign
-    q = div(x, y)
-    trunc = mul(sign(q), floor(_abs(q)))  # rem(x, y) = x - y * trunc(x / y)
-    return _shaped(neg(mul(t, trunc)), _out_shape(x, y))
+xor_p = binary_primitive("xor", "stablehlo.xor", "biu")
+defjvp_zero(xor_p)
+def bitwise_xor(x, y): return xor_p.bind(x, y)
 
 
-defjvp(rem_p, lambda t, x, y: _shaped(t, _out_shape(x, y)), _rem_jvp_y)
-for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, nextafter_p, shift_left_p,
-           shift_right_arithmetic_p, shift_right_logical_p):
-    defjvp_zero(_p)
+nextafter_p = binary_primitive("nextafter", "chlo.next_after", "f")
+defjvp_zero(nextafter_p)
+def nextafter(x1, x2): return nextafter_p.bind(x1, x2)
+
+
+shift_left_p = binary_primitive("shift_left", "stablehlo.shift_left", "iu")
+defjvp_zero(shift_left_p)
+def shift_left(x, y): return shift_left_p.bind(x, y)
+
+
+shift_right_arithmetic_p = binary_primitive(
+    "shift_right_arithmetic", "stablehlo.shift_right_arithmetic", "iu")
+defjvp_zero(shift_right_arithmetic_p)
+def shift_right_arithmetic(x, y): return shift_right_arithmetic_p.bind(x, y)
+
+
+shift_right_logical_p = binary_primitive(
+    "shift_right_logical", "stablehlo.shift_right_logical", "iu")
+defjvp_zero(shift_right_logical_p)
+def shift_right_logical(x, y): return shift_right_logical_p.bind(x, y)
+
+
+# ---- comparisons (``_comparison``: all their rules) -----------------------------------------
+eq_p = _comparison("eq", "EQ")
+def eq(x, y): return eq_p.bind(x, y)
+
+
+ne_p = _comparison("ne", "NE")
+def ne(x, y): return ne_p.bind(x, y)
+
+
+lt_p = _comparison("lt", "LT", "fiub")
+def lt(x, y): return lt_p.bind(x, y)
+
+
+le_p = _comparison("le", "LE", "fiub")
+def le(x, y): return le_p.bind(x, y)
+
+
+gt_p = _comparison("gt", "GT", "fiub")
+def gt(x, y): return gt_p.bind(x, y)
+
+
+ge_p = _comparison("ge", "GE", "fiub")
+def ge(x, y): return ge_p.bind(x, y)

@@ -19,12 +19,9 @@ from minijax.lax._util import check_dtype, type_error, unary_primitive
 from minijax.transforms.ad import defjvp_zero
 from minijax.transforms.batching import moveaxis
 
-bitcast_convert_type_p = Primitive("bitcast_convert_type")
-clz_p = unary_primitive("clz", "stablehlo.count_leading_zeros", "iu")
-population_count_p = unary_primitive("population_count", "stablehlo.popcnt", "iu")
-
-
 # ---- bitcast_convert_type ---------------------------------------------------------------------
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
 
 def _bitcast_abstract(x, *, new_dtype):
     check_dtype("bitcast_convert_type", x, "fiu")
@@ -78,13 +75,17 @@ def bitcast_convert_type(operand, new_dtype):
 # Elementwise (unary_primitive registers abstract eval, lowering and batching); integer
 # results of integer operands, so their jvps are zero.
 
+clz_p = unary_primitive("clz", "stablehlo.count_leading_zeros", "iu")
 defjvp_zero(clz_p)
-defjvp_zero(population_count_p)
 
 
 def clz(x):
     """The number of leading zero bits of each element of the integer array ``x``."""
     return clz_p.bind(x)
+
+
+population_count_p = unary_primitive("population_count", "stablehlo.popcnt", "iu")
+defjvp_zero(population_count_p)
 
 
 def population_count(x):

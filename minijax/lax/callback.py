@@ -43,11 +43,6 @@ from minijax._pytree import tree_flatten, tree_leaves, tree_unflatten
 __all__ = ["FlatCallback", "TO_HOST_ARRAY", "debug_callback_p", "debug_print_p",
            "io_callback_p", "pure_callback_p"]
 
-pure_callback_p = Primitive("pure_callback", multiple_results=True)
-io_callback_p = Primitive("io_callback", multiple_results=True)
-debug_callback_p = Primitive("debug_callback", multiple_results=True)
-debug_print_p = Primitive("debug_print", multiple_results=True)
-
 # How a value reaches a callback run eagerly: the runtime makes it a host minijax.Array
 # (runtime/callback.py sets this; lax cannot import the runtime).
 TO_HOST_ARRAY: list[Callable[[Any], Any]] = [np.asarray]
@@ -295,12 +290,14 @@ def check_result_shape_dtypes(result_shape_dtypes) -> tuple[list[ShapedArray], A
 
 
 # Registration.
+pure_callback_p = Primitive("pure_callback", multiple_results=True)
 pure_callback_p.def_abstract_eval(_result_avals)
 pure_callback_p.def_lowering(_pure_lower)
 pure_callback_p.def_jvp(_pure_jvp)
 pure_callback_p.def_transpose(_pure_transpose)
 pure_callback_p.def_batch(_pure_batch)
 
+io_callback_p = Primitive("io_callback", multiple_results=True)
 io_callback_p.def_abstract_eval(_result_avals)
 io_callback_p.def_lowering(_io_lower)
 io_callback_p.def_jvp(_io_jvp)
@@ -308,5 +305,7 @@ io_callback_p.def_transpose(_io_transpose)
 io_callback_p.def_batch(_io_batch)
 io_callback_p.def_rule("effects")(_io_effects)
 
+debug_callback_p = Primitive("debug_callback", multiple_results=True)
 _debug_rules(debug_callback_p, _callback_of, "minijax.debug.callback")
+debug_print_p = Primitive("debug_print", multiple_results=True)
 _debug_rules(debug_print_p, _printer_of, "minijax.debug.print")

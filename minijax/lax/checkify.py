@@ -34,7 +34,7 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapeDtypeStruct
 from minijax.core.effects import Effect
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
-from minijax.core.trace import (DebugInfo, Primitive, _state, get_aval, merge_ctx,
+from minijax.core.trace import (DebugInfo, Primitive, trace_state, get_aval, merge_ctx,
                                 trace_to_jaxpr, user_source)
 from minijax.core.traceback_util import add_equation_source
 from minijax.lax import binary as _bin
@@ -354,7 +354,7 @@ def update_error(error: Error, pred, code, metadata: dict, payload, effect) -> E
 
 def get_traceback():
     """Where the equation being checked was made (or the caller, outside the interpreter)."""
-    src = _state.source
+    src = trace_state.source
     return src if src is not None else user_source(2)
 
 
@@ -380,12 +380,12 @@ def checkify_jaxpr_flat(jaxpr: Jaxpr, consts: Sequence[Any], enabled, err_tree,
     def read(a):
         return a.val if type(a) is Literal else env[a]
 
-    outer_ctx, outer_src = _state.ctx, _state.source
+    outer_ctx, outer_src = trace_state.ctx, trace_state.source
     eqn = None
     try:
         for eqn in jaxpr.eqns:
-            _state.ctx = merge_ctx(outer_ctx, eqn.ctx)
-            _state.source = eqn.source or outer_src
+            trace_state.ctx = merge_ctx(outer_ctx, eqn.ctx)
+            trace_state.source = eqn.source or outer_src
             rule = eqn.primitive.rules.get("checkify")
             ins = [read(a) for a in eqn.invars]
             if rule is None:
@@ -402,7 +402,7 @@ def checkify_jaxpr_flat(jaxpr: Jaxpr, consts: Sequence[Any], enabled, err_tree,
             add_equation_source(e, eqn)
         raise
     finally:
-        _state.ctx, _state.source = outer_ctx, outer_src
+        trace_state.ctx, trace_state.source = outer_ctx, outer_src
     return error, [read(a) for a in jaxpr.outvars]
 
 

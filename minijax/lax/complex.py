@@ -21,14 +21,13 @@ from minijax.lax.unary import imag, neg, real
 from minijax.transforms.ad import deflinear, is_undefined
 from minijax.transforms.batching import def_elementwise_batch
 
-complex_p = Primitive("complex")
-conj_p = Primitive("conj")
-
 _COMPLEX_OF = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128,
                dtypes.complex64: dtypes.complex64, dtypes.complex128: dtypes.complex128}
 
 
 # ---- complex ----------------------------------------------------------------------------------
+complex_p = Primitive("complex")
+
 
 @complex_p.def_abstract_eval
 def _complex_abstract(x, y):
@@ -68,12 +67,19 @@ def _complex_transpose(ct, x, y):
             unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None]
 
 
+complex_p.def_jvp(_complex_jvp)
+complex_p.def_transpose(_complex_transpose)
+def_elementwise_batch(complex_p)
+
+
 def complex(x, y):  # noqa: A001
     """``x + 1j * y`` from two real arrays of the same dtype (float32 or float64)."""
     return complex_p.bind(x, y)
 
 
 # ---- conj -------------------------------------------------------------------------------------
+conj_p = Primitive("conj")
+
 
 @conj_p.def_abstract_eval
 def _conj_abstract(x, *, input_dtype):
@@ -102,16 +108,11 @@ def _conj_transpose(ct, x, *, input_dtype):
     return [real(ct)]
 
 
+deflinear(conj_p, _conj_transpose)
+def_elementwise_batch(conj_p)
+
+
 def conj(x):
     """The complex conjugate; a real operand becomes complex with a zero imaginary part."""
     return conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
-
-# ---- registration -----------------------------------------------------------------------------
-
-complex_p.def_jvp(_complex_jvp)
-complex_p.def_transpose(_complex_transpose)
-def_elementwise_batch(complex_p)
-
-deflinear(conj_p, _conj_transpose)
-def_elementwise_batch(conj_p)

@@ -52,6 +52,13 @@ def _identity(kind: str, dtype):
     return np.array(-np.inf, dtype) if kind == "logaddexp" else identity_value(kind, dtype)
 
 
+def _cumulative_batch(prim: Primitive):
+    def rule(trace, vals, dims, *, axis, reverse):
+        (x,), (bdim,) = vals, dims
+        return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
+    return rule
+
+
 def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
     p = Primitive(name)
     region = _logaddexp_region if kind == "logaddexp" else scalar_region
@@ -87,6 +94,7 @@ def _cumulative_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
     p.def_abstract_eval(abstract_eval)
     p.def_lowering(lowering)
+    p.def_batch(_cumulative_batch(p))
     return p
 
 
@@ -118,120 +126,6 @@ def _dynamic_reduce_window(ctx, x, out, axis, reverse, kind, region):
         "api_version": "2 : i32",
         "call_target_name": '"stablehlo.dynamic_reduce_window"',
         "called_computations": f"[{fn.ref}]"})
-
-
-cumsum_p = _cumulative_primitive("cumsum", "add", "fciu")
-cumprod_p = _cumulative_primitive("cumprod", "mul", "fciu")
-cummax_p = _cumulative_primitive("cummax", "max", "fciu")
-cummin_p = _cumulative_primitive("cummin", "min", "fciu")
-cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", "logaddexp", "f")
-
-
-def _params(operand, axis: int, reverse: bool) -> dict:
-    ndim = get_aval(operand).ndim
-    axis = static_int(axis, "axis")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim)  # a ValueError and an IndexError
-    return {"axis": axis % ndim, "reverse": bool(reverse)}
-
-
-def cumsum(operand, axis: int = 0, reverse: bool = False):
-    """Cumulative sum along ``axis`` (from the end when ``reverse``)."""
-    return cumsum_p.bind(operand, **_params(operand, axis, reverse))
-
-
-def cumprod(operand, axis: int = 0, reverse: bool = False):
-    """Cumulative product along ``axis`` (from the end when ``reverse``)."""
-    return cumprod_p.bind(operand, **_params(operand, axis, reverse))
-
-
-def cummax(operand, axis: int = 0, reverse: bool = False):
-    """Cumulative maximum along ``axis`` (from the end when ``reverse``)."""
-    return cummax_p.bind(operand, **_params(operand, axis, reverse))
-
-
-def cummin(operand, axis: int = 0, reverse: bool = False):
-    """Cumulative minimum along ``axis`` (from the end when ``reverse``)."""
-    return cummin_p.bind(operand, **_params(operand, axis, reverse))
-
-
-def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
-    """Cumulative ``log(sum(exp(x)))`` along ``axis`` (from the end when ``reverse``),
-    without overflow; floating-point operands."""
-    return cumlogsumexp_p.bind(operand, **_params(operand, axis, reverse))
-
-
-# ---- associative_scan ---------------------------------------------------------------------
-
-def _interleave(evens, odds, axis: int):
-    """``evens[0], odds[0], evens[1], odds[1], ...`` along ``axis`` (``evens`` may have one
-    element more than ``odds``)."""
-    m = get_aval(odds).shape[axis]
-    shape = list(get_aval(odds).shape)
-    shape[axis] = 2 * m
-    pairs = concatenate([expand_dims(slice_in_dim(evens, 0, m, axis=axis), (axis + 1,)),
-                         expand_dims(odds, (axis + 1,))], axis + 1)
-    out = reshape(pairs, shape)
-    if get_aval(evens).shape[axis] > m:
-        out = concatenate([out, slice_in_dim(evens, m, m + 1, axis=axis)], axis)
-    return out
-
-
-def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
-    """All prefix combinations of ``elems`` along ``axis`` with the associative ``fn``.
-
-    Output ``i`` is ``fn(...fn(fn(x[0], x[1]), x[2])..., x[i])`` (from the end when
-    ``reverse``), computed in about ``2 log2(n)`` rounds of elementwise ``fn`` calls on
-    slices, so ``fn`` must work on whole slices (it is called on arrays, not scalars).
-
-    Parameters
-    ----------
-    fn : ``(a, b) -> c`` on pytrees like ``elems``; associative
-    elems : an array or a pytree of arrays, all of one length along ``axis``
-    reverse : scan from the end
-    axis : the scanned axis
-
-    Examples
-    --------
-    >>> associative_scan(lax.add, jnp.arange(5))
-    Array([ 0,  1,  3,  6, 10], dtype=int32)
-    """
-    leaves, tree = tree_flatten(elems)
-    if not leaves:
-        raise ValueError("associative_scan needs at least one array in elems")
-    axis = canonicalize_axis(axis, get_aval(leaves[0]).ndim)
-    lengths = {get_aval(x).shape[axis] for x in leaves}
-    if len(lengths) != 1:
-        raise ValueError(f"associative_scan: every array of elems must have the same length "
-                         f"along axis {axis}, got {sorted(lengths)}")
-
-    def combine(a: list, b: list) -> list:
-        out, out_tree = tree_flatten(fn(tree_unflatten(tree, a), tree_unflatten(tree, b)))
-        if out_tree != tree:
-            raise ValueError(f"associative_scan: fn must return a pytree like elems ({tree}), "
-                             f"got {out_tree}")
-        return out
-
-    def take(xs: list, start: int, stop: int, stride: int = 1) -> list:
-        return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
-
-    def scan(xs: list) -> list:
-        n = get_aval(xs[0]).shape[axis]
-        if n < 2:
-            return xs
-        # scanning the combined neighbour pairs gives the prefixes at odd positions; each
-        # even position after the first adds its own element to the prefix before it
-        odds = scan(combine(take(xs, 0, n - 1, 2), take(xs, 1, n, 2)))
-        evens = combine(take(odds, 0, (n - 1) // 2), take(xs, 2, n, 2))
-        evens = [concatenate([first, e], axis) for first, e in zip(take(xs, 0, 1), evens)]
-        return [_interleave(e, o, axis) for e, o in zip(evens, odds)]
-
-    if reverse:
-        leaves = [rev(x, (axis,)) for x in leaves]
-    out = scan(leaves)
-    if reverse:
-        out = [rev(x, (axis,)) for x in out]
-    return tree_unflatten(tree, out)
 
 
 # ---- transformation rules ---------------------------------------------------------------
@@ -334,19 +228,130 @@ def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
     return out, d
 
 
+def _params(operand, axis: int, reverse: bool) -> dict:
+    ndim = get_aval(operand).ndim
+    axis = static_int(axis, "axis")
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)  # a ValueError and an IndexError
+    return {"axis": axis % ndim, "reverse": bool(reverse)}
+
+
+# ---- the primitives: one block each -------------------------------------------------
+
+cumsum_p = _cumulative_primitive("cumsum", "add", "fciu")
 deflinear(cumsum_p, _cumsum_transpose)
-cumlogsumexp_p.def_jvp(_cumlogsumexp_jvp)
+
+
+def cumsum(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative sum along ``axis`` (from the end when ``reverse``)."""
+    return cumsum_p.bind(operand, **_params(operand, axis, reverse))
+
+
+cumprod_p = _cumulative_primitive("cumprod", "mul", "fciu")
 cumprod_p.def_jvp(_cumprod_jvp)
+
+
+def cumprod(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative product along ``axis`` (from the end when ``reverse``)."""
+    return cumprod_p.bind(operand, **_params(operand, axis, reverse))
+
+
+cummax_p = _cumulative_primitive("cummax", "max", "fciu")
 cummax_p.def_jvp(_chooser_jvp(cummax_p, "max"))
+
+
+def cummax(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative maximum along ``axis`` (from the end when ``reverse``)."""
+    return cummax_p.bind(operand, **_params(operand, axis, reverse))
+
+
+cummin_p = _cumulative_primitive("cummin", "min", "fciu")
 cummin_p.def_jvp(_chooser_jvp(cummin_p, "min"))
 
 
-def _cumulative_batch(prim: Primitive):
-    def rule(trace, vals, dims, *, axis, reverse):
-        (x,), (bdim,) = vals, dims
-        return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
-    return rule
+def cummin(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative minimum along ``axis`` (from the end when ``reverse``)."""
+    return cummin_p.bind(operand, **_params(operand, axis, reverse))
 
 
-for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
-    _p.def_batch(_cumulative_batch(_p))
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", "logaddexp", "f")
+cumlogsumexp_p.def_jvp(_cumlogsumexp_jvp)
+
+
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative ``log(sum(exp(x)))`` along ``axis`` (from the end when ``reverse``),
+    without overflow; floating-point operands."""
+    return cumlogsumexp_p.bind(operand, **_params(operand, axis, reverse))
+
+
+# ---- associative_scan ---------------------------------------------------------------------
+
+def _interleave(evens, odds, axis: int):
+    """``evens[0], odds[0], evens[1], odds[1], ...`` along ``axis`` (``evens`` may have one
+    element more than ``odds``)."""
+    m = get_aval(odds).shape[axis]
+    shape = list(get_aval(odds).shape)
+    shape[axis] = 2 * m
+    pairs = concatenate([expand_dims(slice_in_dim(evens, 0, m, axis=axis), (axis + 1,)),
+                         expand_dims(odds, (axis + 1,))], axis + 1)
+    out = reshape(pairs, shape)
+    if get_aval(evens).shape[axis] > m:
+        out = concatenate([out, slice_in_dim(evens, m, m + 1, axis=axis)], axis)
+    return out
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+    """All prefix combinations of ``elems`` along ``axis`` with the associative ``fn``.
+
+    Output ``i`` is ``fn(...fn(fn(x[0], x[1]), x[2])..., x[i])`` (from the end when
+    ``reverse``), computed in about ``2 log2(n)`` rounds of elementwise ``fn`` calls on
+    slices, so ``fn`` must work on whole slices (it is called on arrays, not scalars).
+
+    Parameters
+    ----------
+    fn : ``(a, b) -> c`` on pytrees like ``elems``; associative
+    elems : an array or a pytree of arrays, all of one length along ``axis``
+    reverse : scan from the end
+    axis : the scanned axis
+
+    Examples
+    --------
+    >>> associative_scan(lax.add, jnp.arange(5))
+    Array([ 0,  1,  3,  6, 10], dtype=int32)
+    """
+    leaves, tree = tree_flatten(elems)
+    if not leaves:
+        raise ValueError("associative_scan needs at least one array in elems")
+    axis = canonicalize_axis(axis, get_aval(leaves[0]).ndim)
+    lengths = {get_aval(x).shape[axis] for x in leaves}
+    if len(lengths) != 1:
+        raise ValueError(f"associative_scan: every array of elems must have the same length "
+                         f"along axis {axis}, got {sorted(lengths)}")
+
+    def combine(a: list, b: list) -> list:
+        out, out_tree = tree_flatten(fn(tree_unflatten(tree, a), tree_unflatten(tree, b)))
+        if out_tree != tree:
+            raise ValueError(f"associative_scan: fn must return a pytree like elems ({tree}), "
+                             f"got {out_tree}")
+        return out
+
+    def take(xs: list, start: int, stop: int, stride: int = 1) -> list:
+        return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+    def scan(xs: list) -> list:
+        n = get_aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        # scanning the combined neighbour pairs gives the prefixes at odd positions; each
+        # even position after the first adds its own element to the prefix before it
+        odds = scan(combine(take(xs, 0, n - 1, 2), take(xs, 1, n, 2)))
+        evens = combine(take(odds, 0, (n - 1) // 2), take(xs, 2, n, 2))
+        evens = [concatenate([first, e], axis) for first, e in zip(take(xs, 0, 1), evens)]
+        return [_interleave(e, o, axis) for e, o in zip(evens, odds)]
+
+    if reverse:
+        leaves = [rev(x, (axis,)) for x in leaves]
+    out = scan(leaves)
+    if reverse:
+        out = [rev(x, (axis,)) for x in out]
+    return tree_unflatten(tree, out)

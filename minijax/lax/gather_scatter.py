@@ -35,13 +35,6 @@ from minijax.lowering.types import i64_array
 from minijax.transforms.ad import Zero, add_tangents, instantiate, is_undefined, tangent_aval
 from minijax.transforms.batching import bdim_at, broadcast_batch, moveaxis
 
-gather_p = Primitive("gather")
-scatter_p = Primitive("scatter")
-scatter_add_p = Primitive("scatter-add")
-scatter_mul_p = Primitive("scatter-mul")
-scatter_min_p = Primitive("scatter-min")
-scatter_max_p = Primitive("scatter-max")
-
 
 class GatherScatterMode(enum.Enum):
     """How gather/scatter treat out-of-bounds indices.
@@ -108,8 +101,6 @@ def _bool_attr(b: bool) -> str:
 
 def _dims_attr(name: str, dims) -> str:
     return f"{name} = [{', '.join(str(d) for d in dims)}]"
-
-
 
 
 def _shift(dims, at: int) -> tuple[int, ...]:
@@ -331,10 +322,6 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers,
                          unique_indices=bool(unique_indices))
 
 
-
-
-
-
 def _gather_jvp(primals, tangents, **params):
     x, indices = primals
     out = gather_p.bind(x, indices, **params)
@@ -418,8 +405,6 @@ def _gather_batch(trace, vals, dims, *, dimension_numbers, fill_value, indices_a
     return gather_p.bind(x, indices, dimension_numbers=new, slice_sizes=tuple(sizes),
                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                          **params), q
-
-
 
 
 # ---- scatter --------------------------------------------------------------------------------
@@ -535,8 +520,6 @@ def _scatter_lower(ctx, operand, indices, updates, *, dimension_numbers, indices
     }, regions=[region])
 
 
-
-
 @functools.cache
 def _combiner_jaxpr(op: str, dtype: np.dtype):
     """The jaxpr ``lambda a, b: op(a, b)`` on scalars of ``dtype`` (a scatter's update_jaxpr)."""
@@ -596,10 +579,6 @@ def scatter_max(operand, scatter_indices, updates, dimension_numbers: ScatterDim
     """XLA's Scatter, keeping the maximum."""
     return _scatter_bind(scatter_max_p, "max", operand, scatter_indices, updates,
                          dimension_numbers, indices_are_sorted, unique_indices, mode)
-
-
-
-
 
 
 def _read_windows(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, *,
@@ -845,21 +824,37 @@ def _scatter_batch(prim: Primitive):
 
 # ---- registration ---------------------------------------------------------------------------
 
+gather_p = Primitive("gather")
 gather_p.def_abstract_eval(_gather_abstract)
 gather_p.def_lowering(_gather_lower)
 gather_p.def_jvp(_gather_jvp)
 gather_p.def_transpose(_gather_transpose)
 gather_p.def_batch(_gather_batch)
 
-for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p):
-    _p.def_abstract_eval(_scatter_abstract(_p.name))
-    _p.def_lowering(_scatter_lower)
-    _p.def_batch(_scatter_batch(_p))
+
+def _scatter_primitive(name: str) -> Primitive:
+    """A scatter primitive with the abstract eval, lowering and batching they share."""
+    p = Primitive(name)
+    p.def_abstract_eval(_scatter_abstract(name))
+    p.def_lowering(_scatter_lower)
+    p.def_batch(_scatter_batch(p))
+    return p
+
+
+scatter_p = _scatter_primitive("scatter")
 scatter_p.def_jvp(_scatter_jvp)
 scatter_p.def_transpose(_scatter_transpose)
+
+scatter_add_p = _scatter_primitive("scatter-add")
 scatter_add_p.def_jvp(_scatter_add_jvp)
 scatter_add_p.def_transpose(_scatter_add_transpose)
+
+scatter_mul_p = _scatter_primitive("scatter-mul")
 scatter_mul_p.def_jvp(_scatter_mul_jvp)
 scatter_mul_p.def_transpose(_scatter_mul_transpose)
+
+scatter_min_p = _scatter_primitive("scatter-min")
 scatter_min_p.def_jvp(_scatter_extremal_jvp(scatter_min_p))
+
+scatter_max_p = _scatter_primitive("scatter-max")
 scatter_max_p.def_jvp(_scatter_extremal_jvp(scatter_max_p))

@@ -131,8 +131,6 @@ def _reducer(name: str, kind: str) -> Primitive:
 
 
 psum_p = _reducer("psum", "add")
-pmax_p = _reducer("pmax", "max")
-pmin_p = _reducer("pmin", "min")
 
 
 # psum is linear. Every member's output is the sum of all members' inputs, so the
@@ -170,7 +168,9 @@ def _chooser_jvp(prim: Primitive):
     return rule
 
 
+pmax_p = _reducer("pmax", "max")
 pmax_p.def_jvp(_chooser_jvp(pmax_p))
+pmin_p = _reducer("pmin", "min")
 pmin_p.def_jvp(_chooser_jvp(pmin_p))
 
 

@@ -37,7 +37,6 @@ from minijax.transforms.ad import defjvp_zero
 from minijax.transforms.batching import batch_elementwise
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)
-iota_2x32_shape_p = Primitive("iota_2x32_shape", multiple_results=True)
 
 _U32 = np.dtype(np.uint32)
 _U64 = np.dtype(np.uint64)
@@ -153,6 +152,7 @@ def _iota_2x32_shape_lower(ctx, *, shape):
 
 
 # Registration: no operands, so there is nothing to differentiate or batch.
+iota_2x32_shape_p = Primitive("iota_2x32_shape", multiple_results=True)
 iota_2x32_shape_p.def_abstract_eval(_iota_2x32_shape_abstract)
 iota_2x32_shape_p.def_lowering(_iota_2x32_shape_lower)
 

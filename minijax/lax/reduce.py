@@ -80,6 +80,58 @@ def scalar_region(ctx, kind: str, dtype):
     return region
 
 
+# ---- rules shared by the reductions ---------------------------------------------------
+
+def _kept_dims(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _zero_tangent(out):
+    return Zero(tangent_aval(get_aval(out)))
+
+
+def _reduce_batch(prim: Primitive):
+    """Batching for reductions: shift the reduced axes past the batch dimension."""
+    def rule(trace, vals, dims, *, axes, **params):
+        (x,), (bdim,) = vals, dims
+        new_axes = tuple(a + (a >= bdim) for a in axes)
+        out_bdim = bdim - sum(a < bdim for a in axes)
+        return prim.bind(x, axes=new_axes, **params), out_bdim
+    return rule
+
+
+def _chooser_jvp(prim: Primitive):
+    """jvp of reduce_max/min: the tangent at the chosen location(s), ties averaged (as jax)."""
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        if type(t) is Zero or not dtypes.is_inexact(get_aval(out).dtype):
+            return out, _zero_tangent(out)
+        aval = get_aval(x)
+        full = broadcast_in_dim(out, aval.shape, _kept_dims(aval.ndim, axes))
+        chosen = convert_element_type(_b.eq(x, full), aval.dtype)
+        count = reduce_sum(chosen, axes)
+        return out, _b.div(reduce_sum(_b.mul(t, chosen), axes), count)
+    return rule
+
+
+def _flatten_to_front(x, axes: tuple[int, ...]):
+    """``x`` with ``axes`` moved to the front and merged into one leading axis."""
+    aval = get_aval(x)
+    kept = _kept_dims(aval.ndim, axes)
+    perm = axes + kept
+    if perm != tuple(range(aval.ndim)):
+        x = transpose(x, perm)
+    if len(axes) != 1:
+        n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+        x = reshape(x, (n,) + tuple(aval.shape[d] for d in kept))
+    return x
+
+
+def _axes_tuple(axes) -> tuple[int, ...]:
+    return static_ints(axes, "reduction axes")
+
+
 # ---- monoid reductions ----------------------------------------------------------------
 # Params mirror jax's: ``axes`` (a tuple); reduce_sum also has ``out_sharding=None``.
 
@@ -108,19 +160,20 @@ def _reduction_primitive(name: str, kind: str, kinds: str) -> Primitive:
     p.def_lowering(lowering)
     def_sharding_rule(p, lambda x, *, axes, out_sharding=None:
                       reduction_rule(x, canonical_axes(name, x, axes), out_sharding))
+    p.def_batch(_reduce_batch(p))
     return p
 
 
 reduce_sum_p = _reduction_primitive("reduce_sum", "add", "fciu")
-reduce_prod_p = _reduction_primitive("reduce_prod", "mul", "fciu")
-reduce_max_p = _reduction_primitive("reduce_max", "max", "fciub")
-reduce_min_p = _reduction_primitive("reduce_min", "min", "fciub")
-reduce_and_p = _reduction_primitive("reduce_and", "and", "iub")
-reduce_or_p = _reduction_primitive("reduce_or", "or", "iub")
 
 
-def _axes_tuple(axes) -> tuple[int, ...]:
-    return static_ints(axes, "reduction axes")
+def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
+    # Every input element contributed once: broadcast the cotangent back over ``axes``.
+    shape = x.aval.shape
+    return [broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
+
+
+deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
 def reduce_sum(operand, axes: Sequence[int], *, out_sharding=None):
@@ -128,9 +181,38 @@ def reduce_sum(operand, axes: Sequence[int], *, out_sharding=None):
     return reduce_sum_p.bind(operand, axes=_axes_tuple(axes), out_sharding=None)
 
 
+reduce_prod_p = _reduction_primitive("reduce_prod", "mul", "fciu")
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod(x) = sum_i t_i * prod_{j != i} x_j, with prod_{j != i} x_j written as the
+    # product of exclusive cumulative products from the left and from the right: exact
+    # (no division), so inputs with zeros are handled, as jax's tree reduction does.
+    from minijax.lax.cumulative import cumprod
+    (x,), (t,) = primals, tangents
+    out = reduce_prod(x, axes)
+    aval = get_aval(x)
+    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+    if type(t) is Zero or n == 0:
+        return out, _zero_tangent(out)
+    xs, ts = _flatten_to_front(x, axes), _flatten_to_front(t, axes)
+    one = np.ones((), aval.dtype)
+    rest = [(0, 0, 0)] * (get_aval(xs).ndim - 1)
+    before = cumprod(pad(xs, one, [(1, -1, 0)] + rest), 0)
+    after = cumprod(pad(xs, one, [(-1, 1, 0)] + rest), 0, reverse=True)
+    return out, reduce_sum(_b.mul(ts, _b.mul(before, after)), (0,))
+
+
+reduce_prod_p.def_jvp(_reduce_prod_jvp)
+
+
 def reduce_prod(operand, axes: Sequence[int]):
     """Product of ``operand`` over ``axes``."""
     return reduce_prod_p.bind(operand, axes=_axes_tuple(axes))
+
+
+reduce_max_p = _reduction_primitive("reduce_max", "max", "fciub")
+reduce_max_p.def_jvp(_chooser_jvp(reduce_max_p))
 
 
 def reduce_max(operand, axes: Sequence[int]):
@@ -138,14 +220,26 @@ def reduce_max(operand, axes: Sequence[int]):
     return reduce_max_p.bind(operand, axes=_axes_tuple(axes))
 
 
+reduce_min_p = _reduction_primitive("reduce_min", "min", "fciub")
+reduce_min_p.def_jvp(_chooser_jvp(reduce_min_p))
+
+
 def reduce_min(operand, axes: Sequence[int]):
     """Minimum of ``operand`` over ``axes`` (NaN propagates)."""
     return reduce_min_p.bind(operand, axes=_axes_tuple(axes))
 
 
+reduce_and_p = _reduction_primitive("reduce_and", "and", "iub")
+defjvp_zero(reduce_and_p)
+
+
 def reduce_and(operand, axes: Sequence[int]):
     """Logical/bitwise AND of ``operand`` over ``axes``."""
     return reduce_and_p.bind(operand, axes=_axes_tuple(axes))
+
+
+reduce_or_p = _reduction_primitive("reduce_or", "or", "iub")
+defjvp_zero(reduce_or_p)
 
 
 def reduce_or(operand, axes: Sequence[int]):
@@ -216,11 +310,9 @@ def _arg_primitive(name: str, direction: str) -> Primitive:
     p.def_lowering(lowering)
     def_sharding_rule(p, lambda x, *, axes, index_dtype:
                       reduction_rule(x, canonical_axes(name, x, axes)))
+    p.def_batch(_reduce_batch(p))
+    defjvp_zero(p)  # integer indices
     return p
-
-
-argmax_p = _arg_primitive("argmax", "GT")
-argmin_p = _arg_primitive("argmin", "LT")
 
 
 def _arg_params(operand, axis: int, index_dtype) -> dict:
@@ -231,98 +323,17 @@ def _arg_params(operand, axis: int, index_dtype) -> dict:
     return {"axes": (axis % ndim,), "index_dtype": dtypes.canonicalize(index_dtype)}
 
 
+argmax_p = _arg_primitive("argmax", "GT")
+
+
 def argmax(operand, axis: int, index_dtype):
     """Index of the maximum along ``axis`` (first occurrence; NaN counts as the maximum)."""
     return argmax_p.bind(operand, **_arg_params(operand, axis, index_dtype))
 
 
+argmin_p = _arg_primitive("argmin", "LT")
+
+
 def argmin(operand, axis: int, index_dtype):
     """Index of the minimum along ``axis`` (first occurrence; NaN counts as the minimum)."""
     return argmin_p.bind(operand, **_arg_params(operand, axis, index_dtype))
-
-
-# ---- transformation rules -------------------------------------------------------------
-
-
-def _kept_dims(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(i for i in range(ndim) if i not in axes)
-
-
-def _zero_tangent(out):
-    return Zero(tangent_aval(get_aval(out)))
-
-
-def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
-    # Every input element contributed once: broadcast the cotangent back over ``axes``.
-    shape = x.aval.shape
-    return [broadcast_in_dim(ct, shape, _kept_dims(len(shape), axes))]
-
-
-def _chooser_jvp(prim: Primitive):
-    """jvp of reduce_max/min: the tangent at the chosen location(s), ties averaged (as jax)."""
-    def rule(primals, tangents, *, axes):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, axes=axes)
-        if type(t) is Zero or not dtypes.is_inexact(get_aval(out).dtype):
-            return out, _zero_tangent(out)
-        aval = get_aval(x)
-        full = broadcast_in_dim(out, aval.shape, _kept_dims(aval.ndim, axes))
-        chosen = convert_element_type(_b.eq(x, full), aval.dtype)
-        count = reduce_sum(chosen, axes)
-        return out, _b.div(reduce_sum(_b.mul(t, chosen), axes), count)
-    return rule
-
-
-def _flatten_to_front(x, axes: tuple[int, ...]):
-    """``x`` with ``axes`` moved to the front and merged into one leading axis."""
-    aval = get_aval(x)
-    kept = _kept_dims(aval.ndim, axes)
-    perm = axes + kept
-    if perm != tuple(range(aval.ndim)):
-        x = transpose(x, perm)
-    if len(axes) != 1:
-        n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
-        x = reshape(x, (n,) + tuple(aval.shape[d] for d in kept))
-    return x
-
-
-def _reduce_prod_jvp(primals, tangents, *, axes):
-    # d prod(x) = sum_i t_i * prod_{j != i} x_j, with prod_{j != i} x_j written as the
-    # product of exclusive cumulative products from the left and from the right: exact
-    # (no division), so inputs with zeros are handled, as jax's tree reduction does.
-    from minijax.lax.cumulative import cumprod
-    (x,), (t,) = primals, tangents
-    out = reduce_prod(x, axes)
-    aval = get_aval(x)
-    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
-    if type(t) is Zero or n == 0:
-        return out, _zero_tangent(out)
-    xs, ts = _flatten_to_front(x, axes), _flatten_to_front(t, axes)
-    one = np.ones((), aval.dtype)
-    rest = [(0, 0, 0)] * (get_aval(xs).ndim - 1)
-    before = cumprod(pad(xs, one, [(1, -1, 0)] + rest), 0)
-    after = cumprod(pad(xs, one, [(-1, 1, 0)] + rest), 0, reverse=True)
-    return out, reduce_sum(_b.mul(ts, _b.mul(before, after)), (0,))
-
-
-deflinear(reduce_sum_p, _reduce_sum_transpose)
-reduce_prod_p.def_jvp(_reduce_prod_jvp)
-reduce_max_p.def_jvp(_chooser_jvp(reduce_max_p))
-reduce_min_p.def_jvp(_chooser_jvp(reduce_min_p))
-for _p in (reduce_and_p, reduce_or_p, argmax_p, argmin_p):
-    defjvp_zero(_p)
-
-
-def _reduce_batch(prim: Primitive):
-    """Batching for reductions: shift the reduced axes past the batch dimension."""
-    def rule(trace, vals, dims, *, axes, **params):
-        (x,), (bdim,) = vals, dims
-        new_axes = tuple(a + (a >= bdim) for a in axes)
-        out_bdim = bdim - sum(a < bdim for a in axes)
-        return prim.bind(x, axes=new_axes, **params), out_bdim
-    return rule
-
-
-for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
-           argmax_p, argmin_p):
-    _p.def_batch(_reduce_batch(_p))

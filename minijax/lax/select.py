@@ -11,8 +11,8 @@ from minijax.transforms.ad import (Zero, add_tangents, instantiate, is_undefined
 from minijax.transforms.batching import (broadcast_batch, bdim_at,
                                          def_elementwise_batch, moveaxis)
 
+# ---- select_n --------------------------------------------------------------------------------
 select_n_p = Primitive("select_n")
-clamp_p = Primitive("clamp")
 
 
 @select_n_p.def_abstract_eval
@@ -57,39 +57,6 @@ def _select_n_lower(ctx, which, *cases):
     return build(0, len(cases))
 
 
-@clamp_p.def_abstract_eval
-def _clamp_abstract(lo, x, hi):
-    for b in (lo, hi):
-        if b.dtype != x.dtype:
-            raise type_error("clamp", "bounds must have the operand's dtype", lo, x, hi)
-        if b.shape not in ((), x.shape):
-            raise type_error("clamp", "bounds must be scalars or have the operand's shape",
-                             lo, x, hi)
-    return x
-
-
-@clamp_p.def_lowering
-def _clamp_lower(ctx, lo, x, hi):
-    return ctx.op("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])
-
-
-def select_n(which, *cases):
-    """``cases[which]`` elementwise; ``which`` is bool (two cases) or int32."""
-    return select_n_p.bind(which, *cases)
-
-
-def select(pred, on_true, on_false):
-    """``on_true`` where ``pred`` else ``on_false``."""
-    return select_n_p.bind(pred, on_false, on_true)
-
-
-def clamp(min, x, max):  # noqa: A002
-    return clamp_p.bind(min, x, max)
-
-
-# ---- differentiation rules ---------------------------------------------------------------
-
-
 def _select_n_jvp(primals, tangents):
     which, *cases = primals
     out = select_n_p.bind(which, *cases)
@@ -116,6 +83,60 @@ def _select_n_transpose(ct, which, *cases):
     return out
 
 
+def _select_n_batch(trace, vals, dims):
+    # The cases must keep equal shapes, so each gets the batch dimension (an unbatched one,
+    # even a rank-0 one, is broadcast); the predicate too, unless it is an unbatched scalar.
+    (which, *cases), (wd, *cds) = vals, dims
+    size = trace.axis_size
+    bdim = next((d for d in cds if d is not None), 0)
+    cases = [bdim_at(c, d, size, bdim) for c, d in zip(cases, cds)]
+    shape = get_aval(cases[0]).shape
+    if wd is None:
+        if get_aval(which).ndim:
+            which = broadcast_batch(which, size, bdim)
+    else:
+        which = moveaxis(which, wd, bdim if get_aval(which).ndim > 1 else 0)
+        if get_aval(which).ndim == 1 and len(shape) > 1:  # a batched scalar predicate
+            from minijax.lax.shape import broadcast_in_dim
+            which = broadcast_in_dim(which, shape, (bdim,))
+    return select_n_p.bind(which, *cases), bdim
+
+
+select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_transpose(_select_n_transpose)
+select_n_p.def_batch(_select_n_batch)
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise; ``which`` is bool (two cases) or int32."""
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false``."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+# ---- clamp -----------------------------------------------------------------------------------
+clamp_p = Primitive("clamp")
+
+
+@clamp_p.def_abstract_eval
+def _clamp_abstract(lo, x, hi):
+    for b in (lo, hi):
+        if b.dtype != x.dtype:
+            raise type_error("clamp", "bounds must have the operand's dtype", lo, x, hi)
+        if b.shape not in ((), x.shape):
+            raise type_error("clamp", "bounds must be scalars or have the operand's shape",
+                             lo, x, hi)
+    return x
+
+
+@clamp_p.def_lowering
+def _clamp_lower(ctx, lo, x, hi):
+    return ctx.op("stablehlo.clamp", [lo, x, hi], ctx.avals_out[0])
+
+
 def _clamp_jvp(primals, tangents):
     # As jax: the operand's tangent where lo < x < hi, lo's where x < lo (and lo < hi), hi's
     # where x > hi; none at ties. Scalar bounds' tangents are broadcast.
@@ -139,29 +160,9 @@ def _clamp_jvp(primals, tangents):
     return out, acc
 
 
-select_n_p.def_jvp(_select_n_jvp)
-select_n_p.def_transpose(_select_n_transpose)
 clamp_p.def_jvp(_clamp_jvp)
-
-
-def _select_n_batch(trace, vals, dims):
-    # The cases must keep equal shapes, so each gets the batch dimension (an unbatched one,
-    # even a rank-0 one, is broadcast); the predicate too, unless it is an unbatched scalar.
-    (which, *cases), (wd, *cds) = vals, dims
-    size = trace.axis_size
-    bdim = next((d for d in cds if d is not None), 0)
-    cases = [bdim_at(c, d, size, bdim) for c, d in zip(cases, cds)]
-    shape = get_aval(cases[0]).shape
-    if wd is None:
-        if get_aval(which).ndim:
-            which = broadcast_batch(which, size, bdim)
-    else:
-        which = moveaxis(which, wd, bdim if get_aval(which).ndim > 1 else 0)
-        if get_aval(which).ndim == 1 and len(shape) > 1:  # a batched scalar predicate
-            from minijax.lax.shape import broadcast_in_dim
-            which = broadcast_in_dim(which, shape, (bdim,))
-    return select_n_p.bind(which, *cases), bdim
-
-
-select_n_p.def_batch(_select_n_batch)
 def_elementwise_batch(clamp_p)
+
+
+def clamp(min, x, max):  # noqa: A002
+    return clamp_p.bind(min, x, max)

@@ -23,14 +23,6 @@ from minijax.lowering.types import i64_array
 from minijax.transforms.ad import deflinear, defjvp_zero, is_undefined
 from minijax.transforms.batching import broadcast_batch, moveaxis
 
-reshape_p = Primitive("reshape")
-squeeze_p = Primitive("squeeze")
-concatenate_p = Primitive("concatenate")
-pad_p = Primitive("pad")
-rev_p = Primitive("rev")
-iota_p = Primitive("iota")
-
-
 def canonicalize_axis(axis: int, ndim: int) -> int:
     """``axis`` in ``[0, ndim)``; negative axes count from the end (ValueError if out of range).
 
@@ -43,6 +35,29 @@ def canonicalize_axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis + ndim if axis < 0 else axis
+
+
+# ---- rules shared below ----------------------------------------------------------------
+#
+# Every primitive here except iota is linear in its (floating) operands, so its jvp is the
+# primitive applied to the tangents and its transpose is the adjoint structural op. Batching
+# rules fold the batch dimension into the op's parameters, so the batched operand is never
+# transposed when the op can keep the batch dimension where it is.
+# Sharding in types: each primitive's rule (core/sharding_rules.py) sits in its block.
+
+
+def _shift(dims, at: int) -> tuple[int, ...]:
+    """``dims`` renumbered after a new dimension is inserted at position ``at``."""
+    return tuple(d if d < at else d + 1 for d in dims)
+
+
+def _zeros(shape, dtype):
+    return broadcast_in_dim(np.zeros((), dtype), tuple(shape), ())
+
+
+def _aval_of(x) -> ShapedArray:
+    """The aval of a transpose rule's operand (an ``UndefinedPrimal`` or a value)."""
+    return x.aval if is_undefined(x) else get_aval(x)
 
 
 # ---- broadcast_in_dim ----------------------------------------------------------------
@@ -104,7 +119,39 @@ def broadcast(operand, sizes: Sequence[int], *, out_sharding=None):
     return broadcast_in_dim(operand, sizes + aval.shape, dims)
 
 
+def _broadcast_in_dim_transpose(ct, x, *, broadcast_dimensions, shape, sharding=None):
+    from minijax.lax.reduce import reduce_sum
+    in_shape = x.aval.shape
+    # Sum over the new dimensions and over operand dimensions of size 1 that were expanded.
+    expanded = [od for d, od in zip(in_shape, broadcast_dimensions) if d == 1 and shape[od] != 1]
+    axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions or i in expanded)
+    out = reduce_sum(ct, axes) if axes else ct
+    return [reshape(out, in_shape)]
+
+
+def _broadcast_in_dim_batch(trace, vals, dims, *, broadcast_dimensions, shape, sharding=None):
+    (x,), (b,) = vals, dims
+    # The batch dimension goes right after the output dimension of operand dim b - 1, so the
+    # broadcast dimensions stay increasing and the operand is not transposed.
+    out_b = broadcast_dimensions[b - 1] + 1 if b > 0 else 0
+    new_dims = list(_shift(broadcast_dimensions, out_b))
+    new_dims.insert(b, out_b)
+    new_shape = list(shape)
+    new_shape.insert(out_b, trace.axis_size)
+    out = broadcast_in_dim_p.bind(x, broadcast_dimensions=tuple(new_dims),
+                                  shape=tuple(new_shape), sharding=sharding)
+    return out, out_b
+
+
+deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+broadcast_in_dim_p.def_batch(_broadcast_in_dim_batch)
+_srules.def_sharding_rule(broadcast_in_dim_p, _srules.broadcast_in_dim_rule)
+
+
 # ---- reshape ------------------------------------------------------------------------
+
+reshape_p = Primitive("reshape")
+
 
 @reshape_p.def_abstract_eval
 def _reshape_abstract(x, *, dimensions=None, new_sizes, sharding=None):
@@ -143,6 +190,37 @@ def reshape(operand, new_sizes: Sequence[int], dimensions: Sequence[int] | None 
     return reshape_p.bind(operand, dimensions=dims, new_sizes=new_sizes, sharding=None)
 
 
+def _reshape_transpose(ct, x, *, dimensions=None, new_sizes, sharding=None):
+    if dimensions is None:
+        return [reshape(ct, x.aval.shape)]
+    permuted = reshape(ct, tuple(x.aval.shape[d] for d in dimensions))
+    return [transpose(permuted, tuple(int(i) for i in np.argsort(dimensions)))]
+
+
+def _reshape_batch(trace, vals, dims, *, dimensions=None, new_sizes, sharding=None):
+    (x,), (b,) = vals, dims
+    n = trace.axis_size
+    shape = get_aval(x).shape
+    if dimensions is not None:  # fold the batch dimension into the operand permutation
+        perm = (b,) + _shift(dimensions, b)
+        return reshape_p.bind(x, dimensions=perm, new_sizes=(n,) + new_sizes,
+                              sharding=sharding), 0
+    # In row-major order the batch dimension can stay in place when the operand dims before
+    # it have the same number of elements as a prefix of the new shape.
+    before = math.prod(shape[:b])
+    for k in range(len(new_sizes) + 1):
+        if math.prod(new_sizes[:k]) == before:
+            out_shape = new_sizes[:k] + (n,) + new_sizes[k:]
+            return reshape_p.bind(x, dimensions=None, new_sizes=out_shape, sharding=sharding), k
+    x = moveaxis(x, b, 0)
+    return reshape_p.bind(x, dimensions=None, new_sizes=(n,) + new_sizes, sharding=sharding), 0
+
+
+deflinear(reshape_p, _reshape_transpose)
+reshape_p.def_batch(_reshape_batch)
+_srules.def_sharding_rule(reshape_p, _srules.reshape_rule)
+
+
 # ---- transpose ----------------------------------------------------------------------
 
 @transpose_p.def_abstract_eval
@@ -168,7 +246,34 @@ def transpose(operand, permutation: Sequence[int]):
     return transpose_p.bind(operand, permutation=perm)
 
 
+def _transpose_transpose(ct, x, *, permutation):
+    return [transpose(ct, tuple(int(i) for i in np.argsort(permutation)))]
+
+
+def _transpose_batch(trace, vals, dims, *, permutation):
+    (x,), (b,) = vals, dims
+    perm = list(_shift(permutation, b))
+    perm.insert(b, b)  # the batch dimension stays where it is
+    return transpose_p.bind(x, permutation=tuple(perm)), b
+
+
+deflinear(transpose_p, _transpose_transpose)
+transpose_p.def_batch(_transpose_batch)
+
+
+def _transpose_sharding(x, *, permutation):
+    s = _srules.sharding_of(x)
+    entries = _srules.spec_entries(s, len(x.shape))
+    return _srules.with_entries(s, [entries[p] for p in permutation])
+
+
+_srules.def_sharding_rule(transpose_p, _transpose_sharding)
+
+
 # ---- squeeze / expand_dims ------------------------------------------------------------
+
+squeeze_p = Primitive("squeeze")
+
 
 def _check_squeeze(x: ShapedArray, dimensions) -> None:
     if any(not 0 <= d < x.ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
@@ -215,7 +320,35 @@ def expand_dims(array, dimensions: Sequence[int]):
     return broadcast_in_dim(array, shape, kept)
 
 
+def _squeeze_transpose(ct, x, *, dimensions):
+    return [reshape(ct, x.aval.shape)]
+
+
+def _squeeze_batch(trace, vals, dims, *, dimensions):
+    (x,), (b,) = vals, dims
+    new_dims = _shift(dimensions, b)
+    out_b = b - sum(d < b for d in new_dims)
+    return squeeze_p.bind(x, dimensions=new_dims), out_b
+
+
+deflinear(squeeze_p, _squeeze_transpose)
+squeeze_p.def_batch(_squeeze_batch)
+
+
+def _squeeze_sharding(x, *, dimensions):
+    s = _srules.sharding_of(x)
+    entries = _srules.spec_entries(s, len(x.shape))
+    dims = {d % max(len(x.shape), 1) for d in dimensions}
+    return _srules.with_entries(s, [e for i, e in enumerate(entries) if i not in dims])
+
+
+_srules.def_sharding_rule(squeeze_p, _squeeze_sharding)
+
+
 # ---- concatenate ----------------------------------------------------------------------
+
+concatenate_p = Primitive("concatenate")
+
 
 @concatenate_p.def_abstract_eval
 def _concatenate_abstract(*xs, dimension):
@@ -258,7 +391,34 @@ def concatenate(operands: Sequence, dimension: int):
     return concatenate_p.bind(*operands, dimension=static_int(dimension, "concatenate dimension"))
 
 
+def _concatenate_transpose(ct, *xs, dimension):
+    from minijax.lax.slicing import slice_in_dim
+    cts, start = [], 0
+    for x in xs:
+        size = _aval_of(x).shape[dimension]
+        cts.append(slice_in_dim(ct, start, start + size, 1, dimension) if is_undefined(x)
+                   else None)
+        start += size
+    return cts
+
+
+def _concatenate_batch(trace, vals, dims, *, dimension):
+    # Keep the first batched operand's batch dimension; the others are moved (or broadcast,
+    # if unbatched) to match it.
+    b = next(d for d in dims if d is not None)
+    xs = [broadcast_batch(x, trace.axis_size, b) if d is None else moveaxis(x, d, b)
+          for x, d in zip(vals, dims)]
+    return concatenate_p.bind(*xs, dimension=dimension + (dimension >= b)), b
+
+
+deflinear(concatenate_p, _concatenate_transpose)
+concatenate_p.def_batch(_concatenate_batch)
+
+
 # ---- pad ------------------------------------------------------------------------------
+
+pad_p = Primitive("pad")
+
 
 @pad_p.def_abstract_eval
 def _pad_abstract(x, padding_value, *, padding_config):
@@ -302,215 +462,6 @@ def pad(operand, padding_value, padding_config: Sequence[tuple[int, int, int]]):
                          f"{padding_config!r}")
     return pad_p.bind(operand, padding_value, padding_config=config)
 
-
-# ---- rev ------------------------------------------------------------------------------
-
-@rev_p.def_abstract_eval
-def _rev_abstract(x, *, dimensions):
-    if len(set(dimensions)) != len(dimensions):
-        raise type_error("rev", f"rev dimensions must be unique, got {dimensions}.", x)
-    if any(not 0 <= d < x.ndim for d in dimensions):
-        raise type_error("rev", f"rev dimensions must all be less than operand ndim, got "
-                         f"dimensions {dimensions} for operand ndim {x.ndim}.", x)
-    return x
-
-
-@rev_p.def_lowering
-def _rev_lower(ctx, x, *, dimensions):
-    return ctx.op("stablehlo.reverse", [x], ctx.avals_out[0],
-                  {"dimensions": i64_array(dimensions)})
-
-
-def rev(operand, dimensions: Sequence[int]):
-    """Reverse ``operand`` along ``dimensions``."""
-    return rev_p.bind(operand, dimensions=static_ints(dimensions, "rev dimensions"))
-
-
-# ---- iota -------------------------------------------------------------------------------
-
-@iota_p.def_abstract_eval
-def _iota_abstract(*, dimension, dtype, shape, sharding=None):
-    aval = ShapedArray(shape, dtype)
-    if not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
-        raise type_error("iota", f"iota does not accept dtype {np.dtype(dtype).name}; use a "
-                         f"numeric dtype", aval)
-    check_nonnegative_shape("iota", "shape", tuple(shape))
-    if not 0 <= dimension < len(shape):
-        raise type_error("iota", f"iota dimension must be between 0 and len(shape)={len(shape)}"
-                         f", got dimension={dimension}", aval)
-    return aval
-
-
-@iota_p.def_lowering
-def _iota_lower(ctx, *, dimension, dtype, shape, sharding=None):
-    out = ctx.avals_out[0]
-    attrs = {"iota_dimension": f"{dimension} : i64"}
-    if dtypes.is_complex(dtype):
-        real = ctx.op("stablehlo.iota", [], ShapedArray(shape, np.finfo(dtype).dtype), attrs)
-        return ctx.op("stablehlo.convert", [real], out)
-    return ctx.op("stablehlo.iota", [], out, attrs)
-
-
-def broadcasted_iota(dtype, shape: Sequence[int], dimension: int, *, out_sharding=None):
-    """An array of ``shape`` whose values count 0, 1, ... along ``dimension``."""
-    check_out_sharding("broadcasted_iota", out_sharding)
-    shape = canonicalize_shape(shape, "shape of broadcasted_iota")
-    dimension = (canonicalize_axis(dimension, len(shape)) if shape
-                 else static_int(dimension, "iota dimension"))
-    return iota_p.bind(dimension=dimension, dtype=dtypes.canonicalize(dtype), shape=shape,
-                       sharding=None)
-
-
-def iota(dtype, size: int):
-    """``[0, 1, ..., size - 1]`` as ``dtype``."""
-    return broadcasted_iota(dtype, (canonicalize_dim(size, "size of iota"),), 0)
-
-
-# ---- differentiation and batching rules ----------------------------------------------------
-#
-# Every primitive here except iota is linear in its (floating) operands, so its jvp is the
-# primitive applied to the tangents and its transpose is the adjoint structural op. Batching
-# rules fold the batch dimension into the op's parameters, so the batched operand is never
-# transposed when the op can keep the batch dimension where it is.
-
-
-def _shift(dims, at: int) -> tuple[int, ...]:
-    """``dims`` renumbered after a new dimension is inserted at position ``at``."""
-    return tuple(d if d < at else d + 1 for d in dims)
-
-
-def _zeros(shape, dtype):
-    return broadcast_in_dim(np.zeros((), dtype), tuple(shape), ())
-
-
-def _aval_of(x) -> ShapedArray:
-    """The aval of a transpose rule's operand (an ``UndefinedPrimal`` or a value)."""
-    return x.aval if is_undefined(x) else get_aval(x)
-
-
-# broadcast_in_dim
-
-def _broadcast_in_dim_transpose(ct, x, *, broadcast_dimensions, shape, sharding=None):
-    from minijax.lax.reduce import reduce_sum
-    in_shape = x.aval.shape
-    # Sum over the new dimensions and over operand dimensions of size 1 that were expanded.
-    expanded = [od for d, od in zip(in_shape, broadcast_dimensions) if d == 1 and shape[od] != 1]
-    axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions or i in expanded)
-    out = reduce_sum(ct, axes) if axes else ct
-    return [reshape(out, in_shape)]
-
-
-def _broadcast_in_dim_batch(trace, vals, dims, *, broadcast_dimensions, shape, sharding=None):
-    (x,), (b,) = vals, dims
-    # The batch dimension goes right after the output dimension of operand dim b - 1, so the
-    # broadcast dimensions stay increasing and the operand is not transposed.
-    out_b = broadcast_dimensions[b - 1] + 1 if b > 0 else 0
-    new_dims = list(_shift(broadcast_dimensions, out_b))
-    new_dims.insert(b, out_b)
-    new_shape = list(shape)
-    new_shape.insert(out_b, trace.axis_size)
-    out = broadcast_in_dim_p.bind(x, broadcast_dimensions=tuple(new_dims),
-                                  shape=tuple(new_shape), sharding=sharding)
-    return out, out_b
-
-
-deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-broadcast_in_dim_p.def_batch(_broadcast_in_dim_batch)
-
-
-# reshape
-
-def _reshape_transpose(ct, x, *, dimensions=None, new_sizes, sharding=None):
-    if dimensions is None:
-        return [reshape(ct, x.aval.shape)]
-    permuted = reshape(ct, tuple(x.aval.shape[d] for d in dimensions))
-    return [transpose(permuted, tuple(int(i) for i in np.argsort(dimensions)))]
-
-
-def _reshape_batch(trace, vals, dims, *, dimensions=None, new_sizes, sharding=None):
-    (x,), (b,) = vals, dims
-    n = trace.axis_size
-    shape = get_aval(x).shape
-    if dimensions is not None:  # fold the batch dimension into the operand permutation
-        perm = (b,) + _shift(dimensions, b)
-        return reshape_p.bind(x, dimensions=perm, new_sizes=(n,) + new_sizes,
-                              sharding=sharding), 0
-    # In row-major order the batch dimension can stay in place when the operand dims before
-    # it have the same number of elements as a prefix of the new shape.
-    before = math.prod(shape[:b])
-    for k in range(len(new_sizes) + 1):
-        if math.prod(new_sizes[:k]) == before:
-            out_shape = new_sizes[:k] + (n,) + new_sizes[k:]
-            return reshape_p.bind(x, dimensions=None, new_sizes=out_shape, sharding=sharding), k
-    x = moveaxis(x, b, 0)
-    return reshape_p.bind(x, dimensions=None, new_sizes=(n,) + new_sizes, sharding=sharding), 0
-
-
-deflinear(reshape_p, _reshape_transpose)
-reshape_p.def_batch(_reshape_batch)
-
-
-# transpose
-
-def _transpose_transpose(ct, x, *, permutation):
-    return [transpose(ct, tuple(int(i) for i in np.argsort(permutation)))]
-
-
-def _transpose_batch(trace, vals, dims, *, permutation):
-    (x,), (b,) = vals, dims
-    perm = list(_shift(permutation, b))
-    perm.insert(b, b)  # the batch dimension stays where it is
-    return transpose_p.bind(x, permutation=tuple(perm)), b
-
-
-deflinear(transpose_p, _transpose_transpose)
-transpose_p.def_batch(_transpose_batch)
-
-
-# squeeze
-
-def _squeeze_transpose(ct, x, *, dimensions):
-    return [reshape(ct, x.aval.shape)]
-
-
-def _squeeze_batch(trace, vals, dims, *, dimensions):
-    (x,), (b,) = vals, dims
-    new_dims = _shift(dimensions, b)
-    out_b = b - sum(d < b for d in new_dims)
-    return squeeze_p.bind(x, dimensions=new_dims), out_b
-
-
-deflinear(squeeze_p, _squeeze_transpose)
-squeeze_p.def_batch(_squeeze_batch)
-
-
-# concatenate
-
-def _concatenate_transpose(ct, *xs, dimension):
-    from minijax.lax.slicing import slice_in_dim
-    cts, start = [], 0
-    for x in xs:
-        size = _aval_of(x).shape[dimension]
-        cts.append(slice_in_dim(ct, start, start + size, 1, dimension) if is_undefined(x)
-                   else None)
-        start += size
-    return cts
-
-
-def _concatenate_batch(trace, vals, dims, *, dimension):
-    # Keep the first batched operand's batch dimension; the others are moved (or broadcast,
-    # if unbatched) to match it.
-    b = next(d for d in dims if d is not None)
-    xs = [broadcast_batch(x, trace.axis_size, b) if d is None else moveaxis(x, d, b)
-          for x, d in zip(vals, dims)]
-    return concatenate_p.bind(*xs, dimension=dimension + (dimension >= b)), b
-
-
-deflinear(concatenate_p, _concatenate_transpose)
-concatenate_p.def_batch(_concatenate_batch)
-
-
-# pad
 
 def _pad_transpose(ct, x, padding_value, *, padding_config):
     from minijax.lax.reduce import reduce_sum
@@ -558,7 +509,31 @@ deflinear(pad_p, _pad_transpose)
 pad_p.def_batch(_pad_batch)
 
 
-# rev
+# ---- rev ------------------------------------------------------------------------------
+
+rev_p = Primitive("rev")
+
+
+@rev_p.def_abstract_eval
+def _rev_abstract(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise type_error("rev", f"rev dimensions must be unique, got {dimensions}.", x)
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise type_error("rev", f"rev dimensions must all be less than operand ndim, got "
+                         f"dimensions {dimensions} for operand ndim {x.ndim}.", x)
+    return x
+
+
+@rev_p.def_lowering
+def _rev_lower(ctx, x, *, dimensions):
+    return ctx.op("stablehlo.reverse", [x], ctx.avals_out[0],
+                  {"dimensions": i64_array(dimensions)})
+
+
+def rev(operand, dimensions: Sequence[int]):
+    """Reverse ``operand`` along ``dimensions``."""
+    return rev_p.bind(operand, dimensions=static_ints(dimensions, "rev dimensions"))
+
 
 def _rev_transpose(ct, x, *, dimensions):
     return [rev(ct, dimensions)]
@@ -573,32 +548,56 @@ deflinear(rev_p, _rev_transpose)
 rev_p.def_batch(_rev_batch)
 
 
+# ---- iota -------------------------------------------------------------------------------
+
+iota_p = Primitive("iota")
+
+
+@iota_p.def_abstract_eval
+def _iota_abstract(*, dimension, dtype, shape, sharding=None):
+    aval = ShapedArray(shape, dtype)
+    if not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
+        raise type_error("iota", f"iota does not accept dtype {np.dtype(dtype).name}; use a "
+                         f"numeric dtype", aval)
+    check_nonnegative_shape("iota", "shape", tuple(shape))
+    if not 0 <= dimension < len(shape):
+        raise type_error("iota", f"iota dimension must be between 0 and len(shape)={len(shape)}"
+                         f", got dimension={dimension}", aval)
+    return aval
+
+
+@iota_p.def_lowering
+def _iota_lower(ctx, *, dimension, dtype, shape, sharding=None):
+    out = ctx.avals_out[0]
+    attrs = {"iota_dimension": f"{dimension} : i64"}
+    if dtypes.is_complex(dtype):
+        real = ctx.op("stablehlo.iota", [], ShapedArray(shape, np.finfo(dtype).dtype), attrs)
+        return ctx.op("stablehlo.convert", [real], out)
+    return ctx.op("stablehlo.iota", [], out, attrs)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int, *, out_sharding=None):
+    """An array of ``shape`` whose values count 0, 1, ... along ``dimension``."""
+    check_out_sharding("broadcasted_iota", out_sharding)
+    shape = canonicalize_shape(shape, "shape of broadcasted_iota")
+    dimension = (canonicalize_axis(dimension, len(shape)) if shape
+                 else static_int(dimension, "iota dimension"))
+    return iota_p.bind(dimension=dimension, dtype=dtypes.canonicalize(dtype), shape=shape,
+                       sharding=None)
+
+
+def iota(dtype, size: int):
+    """``[0, 1, ..., size - 1]`` as ``dtype``."""
+    return broadcasted_iota(dtype, (canonicalize_dim(size, "size of iota"),), 0)
+
+
 # iota has no operands: it is never differentiated nor batched (an unbatched call just
 # binds it); its jvp rule only says that its output has a zero tangent.
 defjvp_zero(iota_p)
-
-
-# ---- sharding in types (core/sharding_rules.py) ----------------------------------------
-
-def _transpose_sharding(x, *, permutation):
-    s = _srules.sharding_of(x)
-    entries = _srules.spec_entries(s, len(x.shape))
-    return _srules.with_entries(s, [entries[p] for p in permutation])
-
-
-def _squeeze_sharding(x, *, dimensions):
-    s = _srules.sharding_of(x)
-    entries = _srules.spec_entries(s, len(x.shape))
-    dims = {d % max(len(x.shape), 1) for d in dimensions}
-    return _srules.with_entries(s, [e for i, e in enumerate(entries) if i not in dims])
 
 
 def _iota_sharding(*, dimension, dtype, shape, sharding=None):
     return sharding
 
 
-_srules.def_sharding_rule(broadcast_in_dim_p, _srules.broadcast_in_dim_rule)
-_srules.def_sharding_rule(reshape_p, _srules.reshape_rule)
-_srules.def_sharding_rule(transpose_p, _transpose_sharding)
-_srules.def_sharding_rule(squeeze_p, _squeeze_sharding)
 _srules.def_sharding_rule(iota_p, _iota_sharding)

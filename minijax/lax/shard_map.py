@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from minijax.core import sharding_rules as _srules
 from minijax.core.aval import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, FreshNames, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr
 from minijax.core.trace import Primitive, extend_axis_env
@@ -54,11 +55,14 @@ pbroadcast_p.def_abstract_eval(lambda x, *, axes: x)
 pbroadcast_p.def_lowering(lambda ctx, x, *, axes: x)
 def_elementwise_batch(pbroadcast_p)
 
-psum_invariant_p = _par._reducer("psum_invariant", "add")
-
 
 def _pbroadcast_transpose(ct, x, *, axes):
     return [psum_invariant_p.bind(instantiate(ct), axes=axes)[0]]
+
+
+deflinear(pbroadcast_p, _pbroadcast_transpose)
+
+psum_invariant_p = _par._reducer("psum_invariant", "add")
 
 
 def _psum_invariant_transpose(cts, *args, axes, axis_index_groups=None):
@@ -66,7 +70,6 @@ def _psum_invariant_transpose(cts, *args, axes, axis_index_groups=None):
             for a, c in zip(args, cts)]
 
 
-deflinear(pbroadcast_p, _pbroadcast_transpose)
 deflinear(psum_invariant_p, _psum_invariant_transpose)
 
 
@@ -437,7 +440,26 @@ def _insert_none(sharding, d: int):
     return sharding.with_spec(type(spec)(*parts))
 
 
+def _shard_map_sharding(*avals, jaxpr, mesh, in_shardings, out_shardings, check_rep, name,
+                        manual_axes=None):
+    """Sharding in types: each result carries its out_spec over the mesh's explicit axes
+    (the others are left out of types), not its operands' layout."""
+    explicit = set(mesh.explicit_axes)
+    template = next(_srules.sharding_of(a) for a in avals
+                    if _srules.sharding_of(a) is not None)
+    outs = []
+    for a, s in zip(jaxpr.out_avals, out_shardings):
+        entries = []
+        for d in range(len(a.shape)):
+            axes = tuple(x for x in s.spec.axes_of(d) if x in explicit) \
+                if d < len(s.spec) else ()
+            entries.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+        outs.append(_srules.with_entries(template, entries))
+    return outs
+
+
 shard_map_p.def_jvp(_shard_map_jvp)
+_srules.def_sharding_rule(shard_map_p, _shard_map_sharding)
 shard_map_p.def_transpose(_shard_map_transpose)
 shard_map_p.def_rule("partial_eval")(_shard_map_partial_eval)
 shard_map_p.def_batch(_shard_map_batch)

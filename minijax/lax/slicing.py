@@ -36,11 +36,6 @@ from minijax.lowering.types import i64_array
 from minijax.transforms.ad import Zero, instantiate, is_undefined
 from minijax.transforms.batching import bdim_at
 
-slice_p = Primitive("slice")
-dynamic_slice_p = Primitive("dynamic_slice")
-dynamic_update_slice_p = Primitive("dynamic_update_slice")
-
-
 # ---- slice -------------------------------------------------------------------------------
 
 def _slice_abstract(x, *, limit_indices, start_indices, strides):
@@ -127,7 +122,6 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     return out if keepdims else squeeze(out, (axis,))
 
 
-
 def _slice_transpose(ct, x, *, limit_indices, start_indices, strides):
     shape = x.aval.shape
     strides = strides or (1,) * len(shape)
@@ -162,8 +156,6 @@ def _linear_jvp(prim: Primitive, n_linear: int):
             return out, _zero_tangent(out)
         return out, prim.bind(*[instantiate(t) for t in ts], *primals[n_linear:], **params)
     return rule
-
-
 
 
 # ---- dynamic_slice / dynamic_update_slice ---------------------------------------------
@@ -333,7 +325,6 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
                                        allow_negative_indices=allow_negative_indices)
 
 
-
 def _stack_indices(indices: Sequence, dims: Sequence, size: int):
     """Scalar start indices (some batched along axis 0) as one ``(size, len)`` index array."""
     cols = [broadcast_in_dim(i, (size, 1), () if d is None else (0,))
@@ -364,9 +355,6 @@ def _dynamic_slice_batch(trace, vals, dims, *, slice_sizes):
                          dimension_numbers=dnums, fill_value=None, indices_are_sorted=True,
                          mode=GatherScatterMode.CLIP, slice_sizes=tuple(slice_sizes),
                          unique_indices=True)
-
-
-
 
 
 def _dynamic_update_slice_transpose(ct, x, update, *start_indices):
@@ -401,18 +389,21 @@ def _dynamic_update_slice_batch(trace, vals, dims):
 
 # ---- registration ---------------------------------------------------------------------------
 
+slice_p = Primitive("slice")
 slice_p.def_abstract_eval(_slice_abstract)
 slice_p.def_lowering(_slice_lower)
 slice_p.def_jvp(_linear_jvp(slice_p, 1))
 slice_p.def_transpose(_slice_transpose)
 slice_p.def_batch(_slice_batch)
 
+dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract)
 dynamic_slice_p.def_lowering(_dynamic_slice_lower)
 dynamic_slice_p.def_jvp(_linear_jvp(dynamic_slice_p, 1))
 dynamic_slice_p.def_transpose(_dynamic_slice_transpose)
 dynamic_slice_p.def_batch(_dynamic_slice_batch)
 
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
 dynamic_update_slice_p.def_abstract_eval(_dynamic_update_slice_abstract)
 dynamic_update_slice_p.def_lowering(_dynamic_update_slice_lower)
 dynamic_update_slice_p.def_jvp(_linear_jvp(dynamic_update_slice_p, 2))

@@ -42,19 +42,6 @@ from minijax.transforms.batching import def_elementwise_batch
 from minijax.transforms import ad
 from minijax.transforms.ad import defjvp, defjvp2
 
-erf_inv_p = unary_primitive("erf_inv", "chlo.erf_inv", "f")
-erfc_p = unary_primitive("erfc", "chlo.erfc", "f")
-lgamma_p = unary_primitive("lgamma", "chlo.lgamma", "f")
-digamma_p = unary_primitive("digamma", "chlo.digamma", "f")
-polygamma_p = binary_primitive("polygamma", "chlo.polygamma", "f")
-igamma_p = binary_primitive("igamma", "", "f")
-igammac_p = binary_primitive("igammac", "", "f")
-igamma_grad_a_p = binary_primitive("igamma_grad_a", "", "f")
-random_gamma_grad_p = binary_primitive("random_gamma_grad", "", "f")
-zeta_p = binary_primitive("zeta", "chlo.zeta", "f")
-regularized_incomplete_beta_p = Primitive("regularized_incomplete_beta")
-
-
 _const = const_like
 
 
@@ -374,15 +361,22 @@ def _jvp_of_impl(impl: Callable):
     return rule
 
 
-# ---- registration ---------------------------------------------------------------------------
-# Abstract eval, lowering and (elementwise) batching of the CHLO-backed ones come from
-# unary_primitive / binary_primitive; the traced lowerings and every jvp are set here.
+# ---- the primitives ---------------------------------------------------------------------------
+# One block each. Abstract eval, lowering and (elementwise) batching of the CHLO-backed ones
+# come from unary_primitive / binary_primitive; the traced lowerings and jvps are set here.
 
+erf_inv_p = unary_primitive("erf_inv", "chlo.erf_inv", "f")
 defjvp2(erf_inv_p, lambda t, ans, x: mul(mul(t, _const(x, np.sqrt(np.pi) / 2)),
                                          exp(integer_pow(ans, 2))))
+
+erfc_p = unary_primitive("erfc", "chlo.erfc", "f")
 defjvp(erfc_p, lambda t, x: mul(mul(t, _const(x, -2 / np.sqrt(np.pi))),
                                 exp(neg(integer_pow(x, 2)))))
+
+lgamma_p = unary_primitive("lgamma", "chlo.lgamma", "f")
 defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
+
+digamma_p = unary_primitive("digamma", "chlo.digamma", "f")
 defjvp(digamma_p, lambda t, x: mul(t, polygamma(_const(x, 1), x)))
 
 
@@ -390,14 +384,9 @@ def _polygamma_jvp_m(t, m, x):
     raise ValueError("polygamma gradient with respect to m is not supported")
 
 
+polygamma_p = binary_primitive("polygamma", "chlo.polygamma", "f")
 defjvp(polygamma_p, _polygamma_jvp_m,
        lambda t, m, x: mul(t, polygamma(add(m, _const(m, 1)), x)))
-
-igamma_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igamma_impl)))
-igammac_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igammac_impl)))
-igamma_grad_a_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igamma_grad_a_impl)))
-random_gamma_grad_p.def_lowering(
-    _traced_lowering(_upcast_and_broadcast(_random_gamma_grad_impl)))
 
 
 def _igamma_jvp_x(t, a, x):
@@ -405,10 +394,22 @@ def _igamma_jvp_x(t, a, x):
     return mul(t, exp(sub(add(neg(x), mul(sub(a, _const(a, 1)), log(x))), lgamma(a))))
 
 
+igamma_p = binary_primitive("igamma", "", "f")
+igamma_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igamma_impl)))
 defjvp(igamma_p, lambda t, a, x: mul(t, igamma_grad_a(a, x)), _igamma_jvp_x)
+
+igammac_p = binary_primitive("igammac", "", "f")
+igammac_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igammac_impl)))
 defjvp(igammac_p, lambda t, a, x: neg(mul(t, igamma_grad_a(a, x))),
        lambda t, a, x: neg(_igamma_jvp_x(t, a, x)))
+
+igamma_grad_a_p = binary_primitive("igamma_grad_a", "", "f")
+igamma_grad_a_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_igamma_grad_a_impl)))
 igamma_grad_a_p.def_jvp(_jvp_of_impl(_upcast_and_broadcast(_igamma_grad_a_impl)))
+
+random_gamma_grad_p = binary_primitive("random_gamma_grad", "", "f")
+random_gamma_grad_p.def_lowering(
+    _traced_lowering(_upcast_and_broadcast(_random_gamma_grad_impl)))
 random_gamma_grad_p.def_jvp(_jvp_of_impl(_upcast_and_broadcast(_random_gamma_grad_impl)))
 
 
@@ -416,6 +417,7 @@ def _zeta_jvp_x(t, x, q):
     raise ValueError("zeta gradient with respect to x is not supported")
 
 
+zeta_p = binary_primitive("zeta", "chlo.zeta", "f")
 # d/dq zeta(x, q) = -x zeta(x + 1, q) (jax defines no jvp for zeta_p)
 defjvp(zeta_p, _zeta_jvp_x, lambda t, x, q: mul(t, neg(mul(x, zeta(add(x, _const(x, 1)), q)))))
 
@@ -431,6 +433,7 @@ def _betainc_jvp_x(t, a, b, x):
                               mul(sub(a, _const(a, 1)), log(x))), log_beta)))
 
 
+regularized_incomplete_beta_p = Primitive("regularized_incomplete_beta")
 regularized_incomplete_beta_p.def_abstract_eval(_ternary_float_abstract)
 regularized_incomplete_beta_p.def_lowering(_traced_lowering(_upcast_and_broadcast(_betainc_impl)))
 defjvp(regularized_incomplete_beta_p, _betainc_jvp_ab, _betainc_jvp_ab, _betainc_jvp_x)

@@ -19,7 +19,7 @@ import numpy as np
 
 from minijax.core.aval import ShapedArray
 from minijax.core.ref import AbstractRef, check_ref_scope
-from minijax.core.trace import Tracer, _state, get_aval, user_source
+from minijax.core.trace import Tracer, trace_state, get_aval, user_source
 
 
 class Ref:
@@ -35,7 +35,7 @@ class Ref:
 
     def __init__(self, value, aval: AbstractRef):
         self._value = value
-        self._trace = _state.trace
+        self._trace = trace_state.trace
         self._aval = aval
         self._freed = False
         self._source = user_source(2)
@@ -62,8 +62,8 @@ class Ref:
         if self._freed:
             raise ValueError(f"the mutable array reference of type {self._aval} was freed "
                              "(freeze or free_ref) and cannot be used")
-        if _state.trace is not self._trace:
-            check_ref_scope(self, _state.trace)
+        if trace_state.trace is not self._trace:
+            check_ref_scope(self, trace_state.trace)
         return self._value
 
     def _set_value(self, value) -> None:
@@ -219,7 +219,7 @@ def run_with_refs(refs: Sequence[Ref], values: Sequence[Any], fn: Callable[[], A
     """Run ``fn()`` with each ref holding the matching value of the *current* trace;
     returns ``(fn's result, the refs' final values)`` and restores the refs."""
     saved = [(r._value, r._trace) for r in refs]
-    trace = _state.trace
+    trace = trace_state.trace
     for r, v in zip(refs, values):
         r._value, r._trace = v, trace
     try:
@@ -244,7 +244,7 @@ def returned_ref_error(api: str, fun_name: str, ref: Ref, where: str) -> ValueEr
 
 def is_outer_ref(ref: Ref) -> bool:
     """Does ``ref`` belong to the current trace or one enclosing it?"""
-    cur = _state.trace
+    cur = trace_state.trace
     return ref._trace is cur or ref._trace.is_ancestor_of_or_self(cur)
 
 

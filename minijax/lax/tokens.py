@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from minijax.core.trace import Primitive
 
-create_token_p = Primitive("create_token")
-after_all_p = Primitive("after_all")
-
 _WHY = ("minijax has no token type: ordered effects are sequenced in the lowering "
         "(jax's tokens sequence infeed/outfeed and send/recv, which minijax lacks)")
 
@@ -21,14 +18,18 @@ def _no_tokens(*args, **params):
     raise NotImplementedError(f"XLA tokens are not supported: {_WHY}")
 
 
-# Registration: abstract evaluation is where a token would be made.
+# Abstract evaluation is where a token would be made.
+create_token_p = Primitive("create_token")
 create_token_p.def_abstract_eval(_no_tokens)
-after_all_p.def_abstract_eval(_no_tokens)
 
 
 def create_token(_=None):
     """An XLA token (not supported in minijax: raises NotImplementedError)."""
     raise NotImplementedError(f"lax.create_token: {_WHY}")
+
+
+after_all_p = Primitive("after_all")
+after_all_p.def_abstract_eval(_no_tokens)
 
 
 def after_all(*operands):

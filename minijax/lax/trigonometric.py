@@ -3,8 +3,8 @@ acosh, atanh.
 
 Each is elementwise on floating-point and complex operands and lowers to the CHLO op
 of the same name, which XLA expands into an accurate approximation (complex branch
-cuts are CHLO's, which are jax's). Their rules are all here: abstract eval, lowering and
-elementwise batching come from ``unary_primitive``; the jvps follow the lax functions.
+cuts are CHLO's, which are jax's). One block per primitive: ``unary_primitive`` gives
+its abstract eval, lowering and elementwise batching; then its jvp and lax function.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from minijax.lax.binary import add, div, mul, sub
 from minijax.lax.unary import neg, rsqrt, square
 from minijax.transforms.ad import defjvp
 
+
+def _one(x):
+    return const_like(x, 1)
+
+
+# d asin = 1 / sqrt(1 - x^2), d acos = -1 / sqrt(1 - x^2), d atan = 1 / (1 + x^2)
 asin_p = unary_primitive("asin", "chlo.asin")
-acos_p = unary_primitive("acos", "chlo.acos")
-atan_p = unary_primitive("atan", "chlo.atan")
-sinh_p = unary_primitive("sinh", "chlo.sinh")
-cosh_p = unary_primitive("cosh", "chlo.cosh")
-asinh_p = unary_primitive("asinh", "chlo.asinh")
-acosh_p = unary_primitive("acosh", "chlo.acosh")
-atanh_p = unary_primitive("atanh", "chlo.atanh")
+defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_one(x), square(x)))))
 
 
 def asin(x):
@@ -30,9 +30,17 @@ def asin(x):
     return asin_p.bind(x)
 
 
+acos_p = unary_primitive("acos", "chlo.acos")
+defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_one(x), square(x))))))
+
+
 def acos(x):
     """Elementwise arc cosine (``chlo.acos``)."""
     return acos_p.bind(x)
+
+
+atan_p = unary_primitive("atan", "chlo.atan")
+defjvp(atan_p, lambda t, x: div(t, add(_one(x), square(x))))
 
 
 def atan(x):
@@ -40,9 +48,17 @@ def atan(x):
     return atan_p.bind(x)
 
 
+sinh_p = unary_primitive("sinh", "chlo.sinh")
+defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
+
+
 def sinh(x):
     """Elementwise hyperbolic sine (``chlo.sinh``)."""
     return sinh_p.bind(x)
+
+
+cosh_p = unary_primitive("cosh", "chlo.cosh")
+defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 
 
 def cosh(x):
@@ -50,9 +66,18 @@ def cosh(x):
     return cosh_p.bind(x)
 
 
+# d asinh = 1 / sqrt(x^2 + 1), d acosh = 1 / sqrt(x^2 - 1), d atanh = 1 / ((1 + x)(1 - x))
+asinh_p = unary_primitive("asinh", "chlo.asinh")
+defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _one(x)))))
+
+
 def asinh(x):
     """Elementwise inverse hyperbolic sine (``chlo.asinh``)."""
     return asinh_p.bind(x)
+
+
+acosh_p = unary_primitive("acosh", "chlo.acosh")
+defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), _one(x)))))
 
 
 def acosh(x):
@@ -60,24 +85,10 @@ def acosh(x):
     return acosh_p.bind(x)
 
 
+atanh_p = unary_primitive("atanh", "chlo.atanh")
+defjvp(atanh_p, lambda t, x: div(div(t, sub(_one(x), x)), add(_one(x), x)))
+
+
 def atanh(x):
     """Elementwise inverse hyperbolic tangent (``chlo.atanh``)."""
     return atanh_p.bind(x)
-
-
-# ---- differentiation rules ------------------------------------------------------------------
-
-def _one(x):
-    return const_like(x, 1)
-
-
-# d asin = 1 / sqrt(1 - x^2), d acos = -1 / sqrt(1 - x^2), d atan = 1 / (1 + x^2)
-defjvp(asin_p, lambda t, x: mul(t, rsqrt(sub(_one(x), square(x)))))
-defjvp(acos_p, lambda t, x: mul(t, neg(rsqrt(sub(_one(x), square(x))))))
-defjvp(atan_p, lambda t, x: div(t, add(_one(x), square(x))))
-defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
-defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
-# d asinh = 1 / sqrt(x^2 + 1), d acosh = 1 / sqrt(x^2 - 1), d atanh = 1 / ((1 + x)(1 - x))
-defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _one(x)))))
-defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(square(x), _one(x)))))
-defjvp(atanh_p, lambda t, x: div(div(t, sub(_one(x), x)), add(_one(x), x)))

@@ -117,6 +117,125 @@ def _sorted_params(params: dict) -> dict:
     return dict(sorted(params.items()))
 
 
+# ---- transformation rules (registered with each primitive below) --------------------------
+
+def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation):
+    # Each input element was added into every window that covers it: spread the
+    # cotangent back (interior padding undoes the strides) and sum it over windows
+    # (the base dilation becomes the stride).
+    shape = x.aval.shape
+    pads = _vjp_lhs_padding(shape, window_dimensions, window_strides, get_aval(ct).shape,
+                            padding, base_dilation, window_dilation)
+    config = [(lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides)]
+    spread = pad(ct, np.zeros((), get_aval(ct).dtype), config)
+    ones = (1,) * len(shape)
+    return [reduce_window_sum_p.bind(spread, window_dimensions=window_dimensions,
+                                     window_strides=base_dilation,
+                                     padding=((0, 0),) * len(shape), base_dilation=ones,
+                                     window_dilation=window_dilation)]
+
+
+def _chooser_jvp(select_prim: Primitive):
+    """jvp of reduce_window_max/min: each window's tangent at its selected element."""
+    def partial(t, x, **window):
+        return _select_and_gather_add(t, x, select_prim, window)
+    return partial
+
+
+def _reduce_window_jvp(primals, tangents, *, jaxpr, **window):
+    # Reduce (primal, tangent) pairs with the jvp of the reducer. Every inexact operand
+    # carries a tangent (zeros where it has none), so the reducer's tangents close.
+    n = len(primals) // 2
+    operands, inits = list(primals[:n]), list(primals[n:])
+    op_ts, init_ts = tangents[:n], tangents[n:]
+    outs_avals = [get_aval(x) for x in operands]
+    if any(type(t) is not Zero for t in init_ts):
+        raise TypeError("reduce_window jvp does not support non-zero init_value tangents.")
+    if all(type(t) is Zero for t in op_ts):
+        outs = reduce_window_p.bind(*primals, jaxpr=jaxpr, **window)
+        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
+    carried = [dtypes.is_inexact(a.dtype) for a in outs_avals]
+    jvp, out_nz = jvp_jaxpr(jaxpr, carried + carried, carried)
+    if out_nz != carried:
+        raise NotImplementedError("reduce_window jvp: the reducer's tangents do not line up "
+                                  "with its operands")
+    k = sum(carried)
+    # jvp's inputs are (xs, ys, txs, tys); the pair reduction's are (xs, txs, ys, tys).
+    j = jvp.jaxpr
+    order = [*range(n), *range(2 * n, 2 * n + k), *range(n, 2 * n), *range(2 * n + k,
+                                                                           2 * n + 2 * k)]
+    reducer = ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in order], j.outvars, j.eqns,
+                                j.debug_info), jvp.consts)
+    ts = [instantiate(t) for t, c in zip(op_ts, carried) if c]
+    t_inits = [np.zeros((), a.dtype) for a, c in zip(outs_avals, carried) if c]
+    res = reduce_window_p.bind(*operands, *ts, *inits, *t_inits, jaxpr=reducer, **window)
+    # The primal outputs come from their own reduction, so that reverse mode sees them
+    # known and reports the missing transpose (the paired reduction is not transposable).
+    outs, touts = reduce_window_p.bind(*primals, jaxpr=jaxpr, **window), iter(res[n:])
+    return outs, [next(touts) if c else Zero(tangent_aval(get_aval(o)))
+                  for o, c in zip(outs, carried)]
+
+
+def _monoid_batch(prim: Primitive):
+    def rule(trace, vals, dims, **window):
+        (x,), (bdim,) = vals, dims
+        return prim.bind(x, **_with_unit_window(bdim, window)), bdim
+    return rule
+
+
+def _reduce_window_batch(trace, vals, dims, *, jaxpr, **window):
+    n = len(vals) // 2
+    if any(d is not None for d in dims[n:]):
+        raise NotImplementedError("reduce_window batching is not implemented for initial "
+                                  "values")
+    operands = [bdim_at(x, d, trace.axis_size) for x, d in zip(vals[:n], dims[:n])]
+    outs = reduce_window_p.bind(*operands, *vals[n:], jaxpr=jaxpr,
+                                **_with_unit_window(0, window))
+    return outs, [0] * n
+
+
+def _sga_transpose(ct, tangents, operand, *, select_prim, window_dimensions, window_strides,
+                   padding, base_dilation, window_dilation):
+    if any(d != 1 for d in window_dilation):
+        raise NotImplementedError(f"VJP not implemented for select_and_gather (MaxPool) with "
+                                  f"window dilation, got window_dilation={window_dilation}.")
+    if any(d != 1 for d in base_dilation):  # holes of the dilated operand are never selected
+        kind = "max" if select_prim is binary.ge_p else "min"
+        aval = get_aval(operand)
+        operand = pad(operand, identity_value(kind, aval.dtype),
+                      [(0, 0, d - 1) for d in base_dilation])
+    out = _select_and_scatter_add(ct, operand, select_prim, window_dimensions, window_strides,
+                                  padding)
+    if any(d != 1 for d in base_dilation):
+        out = slice_(out, (0,) * get_aval(out).ndim, get_aval(out).shape, base_dilation)
+    return [out, None]
+
+
+def _ssa_transpose(ct, source, operand, *, select_prim, window_dimensions, window_strides,
+                   padding):
+    ones = (1,) * len(window_dimensions)
+    return [_select_and_gather_add(ct, operand, select_prim, {
+        "window_dimensions": window_dimensions, "window_strides": window_strides,
+        "padding": padding, "base_dilation": ones, "window_dilation": ones}), None]
+
+
+def _pair_batch(prim: Primitive):
+    """Batching for the two-operand select primitives: both batch dims to the front."""
+    def rule(trace, vals, dims, **params):
+        a, b = (bdim_at(v, d, trace.axis_size) for v, d in zip(vals, dims))
+        return prim.bind(a, b, **_with_unit_window(0, params)), 0
+    return rule
+
+
+def _linear_in_first(prim: Primitive):
+    """jvp of a primitive linear in its first operand (the second only selects)."""
+    def tangent(t, first, second, **params):
+        return prim.bind(t, second, **params)
+    defjvp(prim, tangent, None)
+
+
+
 # ---- monoid reductions: sum, max, min ---------------------------------------------------------
 
 def _monoid_primitive(name: str, kind: str, kinds: str) -> Primitive:
@@ -139,8 +258,16 @@ def _monoid_primitive(name: str, kind: str, kinds: str) -> Primitive:
 
 
 reduce_window_sum_p = _monoid_primitive("reduce_window_sum", "add", "fciu")
+deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+reduce_window_sum_p.def_batch(_monoid_batch(reduce_window_sum_p))
+
 reduce_window_max_p = _monoid_primitive("reduce_window_max", "max", "fciub")
+defjvp(reduce_window_max_p, _chooser_jvp(binary.ge_p))
+reduce_window_max_p.def_batch(_monoid_batch(reduce_window_max_p))
+
 reduce_window_min_p = _monoid_primitive("reduce_window_min", "min", "fciub")
+defjvp(reduce_window_min_p, _chooser_jvp(binary.le_p))
+reduce_window_min_p.def_batch(_monoid_batch(reduce_window_min_p))
 
 
 def _window_params(window_dimensions, window_strides, padding, base_dilation,
@@ -197,6 +324,10 @@ def _reduce_window_lower(ctx, *args, jaxpr, **window):
         ctx.ret(ctx.lower_jaxpr(jaxpr, region.args))
     return ctx.op("stablehlo.reduce_window", list(args), list(ctx.avals_out),
                   _window_attrs(**window), regions=[region])[:n]
+
+
+reduce_window_p.def_jvp(_reduce_window_jvp)
+reduce_window_p.def_batch(_reduce_window_batch)
 
 
 def _reducer_jaxpr(computation: Callable, init_tree, init_avals) -> tuple[ClosedJaxpr, object]:
@@ -339,6 +470,11 @@ def _sga_lower(ctx, tangents, operand, *, select_prim, **window):
     return results[1]
 
 
+_linear_in_first(select_and_gather_add_p)
+select_and_gather_add_p.def_transpose(_sga_transpose)
+select_and_gather_add_p.def_batch(_pair_batch(select_and_gather_add_p))
+
+
 def _select_and_gather_add(tangents, operand, select_prim, window):
     return select_and_gather_add_p.bind(tangents, operand, select_prim=select_prim, **window)
 
@@ -403,147 +539,13 @@ def _ssa_lower(ctx, source, operand, *, select_prim, window_dimensions, window_s
         "start_indices": i64_array(start), "strides": i64_array([1] * n)})
 
 
+_linear_in_first(select_and_scatter_add_p)
+select_and_scatter_add_p.def_transpose(_ssa_transpose)
+select_and_scatter_add_p.def_batch(_pair_batch(select_and_scatter_add_p))
+
+
 def _select_and_scatter_add(source, operand, select_prim, window_dimensions, window_strides,
                             padding):
     return select_and_scatter_add_p.bind(source, operand, select_prim=select_prim,
                                          window_dimensions=window_dimensions,
                                          window_strides=window_strides, padding=padding)
-
-
-# ---- transformation rules -------------------------------------------------------------------
-
-def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
-                                 base_dilation, window_dilation):
-    # Each input element was added into every window that covers it: spread the
-    # cotangent back (interior padding undoes the strides) and sum it over windows
-    # (the base dilation becomes the stride).
-    shape = x.aval.shape
-    pads = _vjp_lhs_padding(shape, window_dimensions, window_strides, get_aval(ct).shape,
-                            padding, base_dilation, window_dilation)
-    config = [(lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides)]
-    spread = pad(ct, np.zeros((), get_aval(ct).dtype), config)
-    ones = (1,) * len(shape)
-    return [reduce_window_sum_p.bind(spread, window_dimensions=window_dimensions,
-                                     window_strides=base_dilation,
-                                     padding=((0, 0),) * len(shape), base_dilation=ones,
-                                     window_dilation=window_dilation)]
-
-
-def _chooser_jvp(select_prim: Primitive):
-    """jvp of reduce_window_max/min: each window's tangent at its selected element."""
-    def partial(t, x, **window):
-        return _select_and_gather_add(t, x, select_prim, window)
-    return partial
-
-
-def _reduce_window_jvp(primals, tangents, *, jaxpr, **window):
-    # Reduce (primal, tangent) pairs with the jvp of the reducer. Every inexact operand
-    # carries a tangent (zeros where it has none), so the reducer's tangents close.
-    n = len(primals) // 2
-    operands, inits = list(primals[:n]), list(primals[n:])
-    op_ts, init_ts = tangents[:n], tangents[n:]
-    outs_avals = [get_aval(x) for x in operands]
-    if any(type(t) is not Zero for t in init_ts):
-        raise TypeError("reduce_window jvp does not support non-zero init_value tangents.")
-    if all(type(t) is Zero for t in op_ts):
-        outs = reduce_window_p.bind(*primals, jaxpr=jaxpr, **window)
-        return outs, [Zero(tangent_aval(get_aval(o))) for o in outs]
-    carried = [dtypes.is_inexact(a.dtype) for a in outs_avals]
-    jvp, out_nz = jvp_jaxpr(jaxpr, carried + carried, carried)
-    if out_nz != carried:
-        raise NotImplementedError("reduce_window jvp: the reducer's tangents do not line up "
-                                  "with its operands")
-    k = sum(carried)
-    # jvp's inputs are (xs, ys, txs, tys); the pair reduction's are (xs, txs, ys, tys).
-    j = jvp.jaxpr
-    order = [*range(n), *range(2 * n, 2 * n + k), *range(n, 2 * n), *range(2 * n + k,
-                                                                           2 * n + 2 * k)]
-    reducer = ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in order], j.outvars, j.eqns,
-                                j.debug_info), jvp.consts)
-    ts = [instantiate(t) for t, c in zip(op_ts, carried) if c]
-    t_inits = [np.zeros((), a.dtype) for a, c in zip(outs_avals, carried) if c]
-    res = reduce_window_p.bind(*operands, *ts, *inits, *t_inits, jaxpr=reducer, **window)
-    # The primal outputs come from their own reduction, so that reverse mode sees them
-    # known and reports the missing transpose (the paired reduction is not transposable).
-    outs, touts = reduce_window_p.bind(*primals, jaxpr=jaxpr, **window), iter(res[n:])
-    return outs, [next(touts) if c else Zero(tangent_aval(get_aval(o)))
-                  for o, c in zip(outs, carried)]
-
-
-def _monoid_batch(prim: Primitive):
-    def rule(trace, vals, dims, **window):
-        (x,), (bdim,) = vals, dims
-        return prim.bind(x, **_with_unit_window(bdim, window)), bdim
-    return rule
-
-
-def _reduce_window_batch(trace, vals, dims, *, jaxpr, **window):
-    n = len(vals) // 2
-    if any(d is not None for d in dims[n:]):
-        raise NotImplementedError("reduce_window batching is not implemented for initial "
-                                  "values")
-    operands = [bdim_at(x, d, trace.axis_size) for x, d in zip(vals[:n], dims[:n])]
-    outs = reduce_window_p.bind(*operands, *vals[n:], jaxpr=jaxpr,
-                                **_with_unit_window(0, window))
-    return outs, [0] * n
-
-
-def _sga_transpose(ct, tangents, operand, *, select_prim, window_dimensions, window_strides,
-                   padding, base_dilation, window_dilation):
-    if any(d != 1 for d in window_dilation):
-        raise NotImplementedError(f"VJP not implemented for select_and_gather (MaxPool) with "
-                                  f"window dilation, got window_dilation={window_dilation}.")
-    if any(d != 1 for d in base_dilation):  # holes of the dilated operand are never selected
-        kind = "max" if select_prim is binary.ge_p else "min"
-        aval = get_aval(operand)
-        operand = pad(operand, identity_value(kind, aval.dtype),
-                      [(0, 0, d - 1) for d in base_dilation])
-    out = _select_and_scatter_add(ct, operand, select_prim, window_dimensions, window_strides,
-                                  padding)
-    if any(d != 1 for d in base_dilation):
-        out = slice_(out, (0,) * get_aval(out).ndim, get_aval(out).shape, base_dilation)
-    return [out, None]
-
-
-def _ssa_transpose(ct, source, operand, *, select_prim, window_dimensions, window_strides,
-                   padding):
-    ones = (1,) * len(window_dimensions)
-    return [_select_and_gather_add(ct, operand, select_prim, {
-        "window_dimensions": window_dimensions, "window_strides": window_strides,
-        "padding": padding, "base_dilation": ones, "window_dilation": ones}), None]
-
-
-def _pair_batch(prim: Primitive):
-    """Batching for the two-operand select primitives: both batch dims to the front."""
-    def rule(trace, vals, dims, **params):
-        a, b = (bdim_at(v, d, trace.axis_size) for v, d in zip(vals, dims))
-        return prim.bind(a, b, **_with_unit_window(0, params)), 0
-    return rule
-
-
-def _linear_in_first(prim: Primitive):
-    """jvp of a primitive linear in its first operand (the second only selects)."""
-    def tangent(t, first, second, **params):
-        return prim.bind(t, second, **params)
-    defjvp(prim, tangent, None)
-
-
-deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
-reduce_window_sum_p.def_batch(_monoid_batch(reduce_window_sum_p))
-
-defjvp(reduce_window_max_p, _chooser_jvp(binary.ge_p))
-reduce_window_max_p.def_batch(_monoid_batch(reduce_window_max_p))
-
-defjvp(reduce_window_min_p, _chooser_jvp(binary.le_p))
-reduce_window_min_p.def_batch(_monoid_batch(reduce_window_min_p))
-
-reduce_window_p.def_jvp(_reduce_window_jvp)
-reduce_window_p.def_batch(_reduce_window_batch)
-
-_linear_in_first(select_and_gather_add_p)
-select_and_gather_add_p.def_transpose(_sga_transpose)
-select_and_gather_add_p.def_batch(_pair_batch(select_and_gather_add_p))
-
-_linear_in_first(select_and_scatter_add_p)
-select_and_scatter_add_p.def_transpose(_ssa_transpose)
-select_and_scatter_add_p.def_batch(_pair_batch(select_and_scatter_add_p))

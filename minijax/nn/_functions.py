@@ -22,7 +22,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, axis_size, get_aval
-from minijax.numpy._promote import _check_args, ensure_array, promote_args_inexact
+from minijax.numpy._promote import check_args, ensure_array, promote_args_inexact
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._reductions import _count
 from minijax.scipy.special import logsumexp  # jax.nn.logsumexp is scipy's
@@ -35,7 +35,7 @@ Axis = int | Sequence[int] | None
 def _arraylike(name: str, *xs):
     """``xs`` as minijax arrays (Python scalars keep their weak type); TypeError for
     lists, tuples and other non-array arguments, as jax's ``ensure_arraylike``."""
-    out = [ensure_array(x) for x in _check_args(name, xs)]
+    out = [ensure_array(x) for x in check_args(name, xs)]
     for x in out:
         get_aval(x)  # TypeError for anything that is not an array or a scalar
     return out[0] if len(out) == 1 else out

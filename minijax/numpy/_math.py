@@ -16,7 +16,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy import _c99
-from minijax.numpy._promote import (_check_args, broadcast_arrays, ensure_array,
+from minijax.numpy._promote import (check_args, broadcast_arrays, ensure_array,
                                     promote_args, promote_args_inexact, promote_args_numeric,
                                     promote_dtypes, promote_dtypes_inexact)
 from minijax.numpy._ufuncs import (absolute, ceil, floor, floor_divide, full_like_bool, isinf,
@@ -29,7 +29,7 @@ def _dtype(x) -> np.dtype:
     return get_aval(x).dtype
 
 
-def _const(x, value):
+def scalar_like(x, value):
     """``value`` as a rank-0 constant of ``x``'s dtype (lax binary ops broadcast it), weakly
     typed if ``x`` is a weakly typed scalar: jax's rule, which decides the weak type of
     the results."""
@@ -46,7 +46,7 @@ def _strong_const(x, value):
 
 def _zeros_like(x):
     """Zeros of ``x``'s shape, dtype and weak type."""
-    return lax.broadcast_in_dim(_const(x, 0), get_aval(x).shape, ())
+    return lax.broadcast_in_dim(scalar_like(x, 0), get_aval(x).shape, ())
 
 
 def _unary_inexact(name: str, fn, doc: str):
@@ -76,7 +76,7 @@ def arccosh(x, /):
     (x,) = promote_args_inexact("arccosh", x)
     out = _c99.arccosh(x)
     if dtypes.is_complex(_dtype(out)):
-        out = _select(lax.lt(lax.real(out), _const(lax.real(out), 0)), lax.neg(out), out)
+        out = _select(lax.lt(lax.real(out), scalar_like(lax.real(out), 0)), lax.neg(out), out)
     return out
 
 
@@ -143,7 +143,7 @@ def conj(x, /):
 
 def angle(z, deg: bool = False):
     """The angle of a complex number, ``arctan2(imag(z), real(z))`` (in degrees if ``deg``)."""
-    (z,) = _check_args("angle", (z,))
+    (z,) = check_args("angle", (z,))
     z = ensure_array(z)
     re, im = real(z), imag(z)
     dt = _dtype(re)
@@ -158,14 +158,14 @@ def angle(z, deg: bool = False):
 def iscomplex(x, /):
     """Whether each element has a non-zero imaginary part."""
     i = imag(x)
-    return lax.ne(i, _const(i, 0))
+    return lax.ne(i, scalar_like(i, 0))
 
 
 @fused
 def isreal(x, /):
     """Whether each element has a zero imaginary part."""
     i = imag(x)
-    return lax.eq(i, _const(i, 0))
+    return lax.eq(i, scalar_like(i, 0))
 
 
 # ---- simple functions of one operand -------------------------------------------------------
@@ -197,21 +197,21 @@ def trunc(x, /):
     (x,) = promote_args("trunc", x)
     if not dtypes.is_inexact(_dtype(x)):
         return x
-    return _select(lax.lt(x, _const(x, 0)), ceil(x), floor(x))
+    return _select(lax.lt(x, scalar_like(x, 0)), ceil(x), floor(x))
 
 
 @fused
 def deg2rad(x, /):
     """Degrees to radians."""
     (x,) = promote_args_inexact("deg2rad", x)
-    return lax.mul(x, _const(x, np.pi / 180))
+    return lax.mul(x, scalar_like(x, np.pi / 180))
 
 
 @fused
 def rad2deg(x, /):
     """Radians to degrees."""
     (x,) = promote_args_inexact("rad2deg", x)
-    return lax.mul(x, _const(x, 180 / np.pi))
+    return lax.mul(x, scalar_like(x, 180 / np.pi))
 
 
 def radians(x, /):
@@ -343,11 +343,11 @@ def nextafter(x1, x2, /):
 @fused
 def heaviside(x1, x2, /):
     """The Heaviside step: 0 for negative ``x1``, 1 for positive, ``x2`` at zero."""
-    x1, x2 = _check_args("heaviside", (x1, x2))
+    x1, x2 = check_args("heaviside", (x1, x2))
     x1, x2 = broadcast_arrays(*promote_dtypes_inexact(x1, x2))
-    zero = _const(x1, 0)
+    zero = scalar_like(x1, 0)
     return _select(lax.lt(x1, zero), zero,
-                   _select(lax.gt(x1, zero), _const(x1, 1), _select(isnan(x1), x1, x2)))
+                   _select(lax.gt(x1, zero), scalar_like(x1, 1), _select(isnan(x1), x1, x2)))
 
 
 @fused
@@ -358,20 +358,20 @@ def hypot(x1, x2, /):
         raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
                          "convert to real values first, such as by using abs(x)")
     x1, x2 = lax.abs(x1), lax.abs(x2)
-    inf = lax.bitwise_or(lax.eq(x1, _const(x1, np.inf)), lax.eq(x2, _const(x2, np.inf)))
+    inf = lax.bitwise_or(lax.eq(x1, scalar_like(x1, np.inf)), lax.eq(x2, scalar_like(x2, np.inf)))
     big, small = lax.max(x1, x2), lax.min(x1, x2)
-    zero = lax.eq(big, _const(big, 0))
-    safe = _select(zero, lax.add(_zeros_like(big), _const(big, 1)), big)
+    zero = lax.eq(big, scalar_like(big, 0))
+    safe = _select(zero, lax.add(_zeros_like(big), scalar_like(big, 1)), big)
     ratio = lax.div(small, safe)
-    out = _select(zero, big, lax.mul(big, lax.sqrt(lax.add(_const(big, 1),
+    out = _select(zero, big, lax.mul(big, lax.sqrt(lax.add(scalar_like(big, 1),
                                                            lax.mul(ratio, ratio)))))
-    return _select(inf, lax.add(_zeros_like(out), _const(out, np.inf)), out)
+    return _select(inf, lax.add(_zeros_like(out), scalar_like(out, np.inf)), out)
 
 
 # logaddexp and logaddexp2 differentiate with exp(x - out): finite where an operand is -inf.
 
 def _replace_inf(x):
-    return _select(lax.eq(x, _const(x, np.inf)), _zeros_like(x), x)
+    return _select(lax.eq(x, scalar_like(x, np.inf)), _zeros_like(x), x)
 
 
 def _complex_max(x, y):
@@ -384,20 +384,20 @@ def _complex_max(x, y):
 
 def _wrap_between(x, period):
     """``x`` wrapped into ``(-period, period]``."""
-    two = lax.mul(_const(x, 2), _const(x, period))
-    rem = remainder(lax.add(x, _const(x, period)), two)
-    return lax.sub(rem, _const(x, period))
+    two = lax.mul(scalar_like(x, 2), scalar_like(x, period))
+    rem = remainder(lax.add(x, scalar_like(x, period)), two)
+    return lax.sub(rem, scalar_like(x, period))
 
 
 def _make_logaddexp(name: str, exp_fn, scale: float, doc: str):
     def scaled(x):
-        return x if scale == 1.0 else lax.mul(_const(x, scale), x)
+        return x if scale == 1.0 else lax.mul(scalar_like(x, scale), x)
 
     @custom_jvp
     def impl(x1, x2):
         if dtypes.is_complex(_dtype(x1)):
             amax = _complex_max(x1, x2)
-            delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))
+            delta = lax.sub(lax.add(x1, x2), lax.mul(amax, scalar_like(amax, 2)))
             out = lax.add(amax, scaled(lax.log1p(exp_fn(delta))))
             return lax.complex(lax.real(out), _wrap_between(lax.imag(out), np.pi * scale))
         amax = lax.max(x1, x2)
@@ -456,7 +456,7 @@ def _bcast_add(x, y):
 @fused(max_args=2)
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     """Whether every element of ``a`` and ``b`` is close (see :func:`isclose`)."""
-    _check_args("allclose", (a, b))
+    check_args("allclose", (a, b))
     from minijax.numpy._reductions import all as all_
     return all_(isclose(a, b, rtol, atol, equal_nan))
 
@@ -481,8 +481,8 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
         return lax.convert_element_type(ensure_array(v) if not hasattr(v, "aval") else v, dt)
 
     out = _select(isnan(x), value(nan), x)
-    out = _select(lax.eq(out, _const(out, np.inf)), value(posinf), out)
-    return _select(lax.eq(out, _const(out, -np.inf)), value(neginf), out)
+    out = _select(lax.eq(out, scalar_like(out, np.inf)), value(posinf), out)
+    return _select(lax.eq(out, scalar_like(out, -np.inf)), value(neginf), out)
 
 
 # ---- floating-point decomposition ------------------------------------------------------------
@@ -496,8 +496,8 @@ def _frexp_parts(x):
     nmant, nexp = int(info.nmant), int(info.nexp)
     mask = (1 << nexp) - 1
     bias = 1 - int(info.minexp)
-    tiny = lax.lt(lax.abs(x), _const(x, info.tiny))
-    x1 = _select(tiny, lax.mul(x, _const(x, float(1 << nmant))), x)
+    tiny = lax.lt(lax.abs(x), scalar_like(x, info.tiny))
+    x1 = _select(tiny, lax.mul(x, scalar_like(x, float(1 << nmant))), x)
     e = _select(tiny, np.full(get_aval(x).shape, -nmant, int_t), np.zeros(get_aval(x).shape,
                                                                            int_t))
     bits = lax.bitcast_convert_type(x1, int_t)
@@ -507,7 +507,7 @@ def _frexp_parts(x):
     bits = lax.bitwise_and(bits, c(~(mask << nmant)))
     bits = lax.bitwise_or(bits, c((bias - 1) << nmant))
     m = lax.bitcast_convert_type(bits, dt)
-    special = lax.bitwise_or(lax.bitwise_or(isinf(x), isnan(x)), lax.eq(x, _const(x, 0)))
+    special = lax.bitwise_or(lax.bitwise_or(isinf(x), isnan(x)), lax.eq(x, scalar_like(x, 0)))
     e = _select(special, _zeros_like(e), e)
     return _select(special, x, m), lax.convert_element_type(e, dtypes.int32)
 
@@ -534,7 +534,7 @@ def _frexp_jvp(primals, tangents):
 def frexp(x, /):
     """``(mantissa, exponent)`` with ``x == mantissa * 2**exponent``, ``|mantissa|`` in
     [0.5, 1) (0, inf and NaN give themselves and exponent 0); the exponent is int32."""
-    (x,) = _check_args("frexp", (x,))
+    (x,) = check_args("frexp", (x,))
     (x,) = promote_dtypes_inexact(ensure_array(x))
     if dtypes.is_complex(_dtype(x)):
         raise TypeError("frexp does not support complex-valued inputs")
@@ -544,7 +544,7 @@ def frexp(x, /):
 @fused
 def ldexp(x1, x2, /):
     """``x1 * 2**x2`` for an integer ``x2``, without overflow in the power of two."""
-    x1, x2 = [ensure_array(v) for v in _check_args("ldexp", (x1, x2))]
+    x1, x2 = [ensure_array(v) for v in check_args("ldexp", (x1, x2))]
     if dtypes.is_complex(_dtype(x1)) or dtypes.is_inexact(_dtype(x2)):
         raise ValueError(f"ldexp not supported for input types {(_dtype(x1), _dtype(x2))}")
     (x1,) = promote_args_inexact("ldexp", x1)
@@ -555,11 +555,11 @@ def ldexp(x1, x2, /):
         lax.add(lax.convert_element_type(e, x2_dt), lax.convert_element_type(x2, x2_dt)),
         _dtype(x1))
     # the exponent may overflow by one and the result still be finite
-    pos = lax.gt(e, _const(e, 0))
-    m = _select(pos, lax.mul(m, _const(m, 2)), m)
-    e = _select(pos, lax.sub(e, _const(e, 1)), e)
-    out = lax.mul(m, lax.pow(lax.add(_zeros_like(e), _const(e, 2)), e))
-    return _select(lax.bitwise_or(isinf(x1), lax.eq(x1, _const(x1, 0))), x1, out)
+    pos = lax.gt(e, scalar_like(e, 0))
+    m = _select(pos, lax.mul(m, scalar_like(m, 2)), m)
+    e = _select(pos, lax.sub(e, scalar_like(e, 1)), e)
+    out = lax.mul(m, lax.pow(lax.add(_zeros_like(e), scalar_like(e, 2)), e))
+    return _select(lax.bitwise_or(isinf(x1), lax.eq(x1, scalar_like(x1, 0))), x1, out)
 
 
 @fused(max_args=1)
@@ -567,9 +567,9 @@ def modf(x, /, out=None):
     """``(fractional part, integral part)``, both with ``x``'s sign."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
-    (x,) = _check_args("modf", (x,))
+    (x,) = check_args("modf", (x,))
     (x,) = promote_dtypes_inexact(ensure_array(x))
-    whole = _select(lax.ge(x, _const(x, 0)), floor(x), ceil(x))
+    whole = _select(lax.ge(x, scalar_like(x, 0)), floor(x), ceil(x))
     return lax.sub(x, whole), whole
 
 
@@ -580,20 +580,20 @@ def spacing(x, /):
     dt = _dtype(x)
     if dtypes.is_complex(dt):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    inf = lax.add(_zeros_like(x), _const(x, np.inf))
+    inf = lax.add(_zeros_like(x), scalar_like(x, np.inf))
     if dt == dtypes.float16:
         return lax.sub(lax.nextafter(x, inf), x)
     result = lax.sub(lax.nextafter(x, copysign(inf, x)), x)
     tiny = dtypes.finfo(dt).smallest_subnormal  # a NumPy scalar: the result is strongly typed
-    return _select(lax.eq(result, _const(result, 0)), copysign(tiny, x), result)
+    return _select(lax.eq(result, scalar_like(result, 0)), copysign(tiny, x), result)
 
 
 # ---- integer functions --------------------------------------------------------------------
 
 def _gcd_body(carry):
     x1, x2 = carry
-    nz = lax.ne(x2, _const(x2, 0))
-    safe = _select(nz, x2, lax.add(_zeros_like(x2), _const(x2, 1)))
+    nz = lax.ne(x2, scalar_like(x2, 0))
+    safe = _select(nz, x2, lax.add(_zeros_like(x2), scalar_like(x2, 1)))
     x1, x2 = _select(nz, x2, x1), _select(nz, lax.rem(x1, safe), _zeros_like(x2))
     swap = lax.lt(x1, x2)
     return _select(swap, x2, x1), _select(swap, x1, x2)
@@ -601,13 +601,13 @@ def _gcd_body(carry):
 
 def _gcd_cond(carry):
     from minijax.numpy._reductions import any as any_
-    return any_(lax.ne(carry[1], _const(carry[1], 0)))
+    return any_(lax.ne(carry[1], scalar_like(carry[1], 0)))
 
 
 @fused
 def gcd(x1, x2, /):
     """The greatest common divisor of ``|x1|`` and ``|x2|`` (Euclid's algorithm)."""
-    x1, x2 = promote_dtypes(*_check_args("gcd", (x1, x2)))
+    x1, x2 = promote_dtypes(*check_args("gcd", (x1, x2)))
     if not dtypes.is_int(get_aval(x1).dtype):
         raise ValueError("Arguments to jax.numpy.gcd must be integers.")
     x1, x2 = broadcast_arrays(ensure_array(x1), ensure_array(x2))
@@ -622,12 +622,12 @@ def gcd(x1, x2, /):
 @fused
 def lcm(x1, x2, /):
     """The least common multiple of ``|x1|`` and ``|x2|`` (0 if either is 0)."""
-    x1, x2 = promote_dtypes(*_check_args("lcm", (x1, x2)))
+    x1, x2 = promote_dtypes(*check_args("lcm", (x1, x2)))
     if not dtypes.is_int(get_aval(x1).dtype):
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     x1, x2 = absolute(x1), absolute(x2)
     d = gcd(x1, x2)
-    return _select(lax.eq(d, _const(d, 0)), _zeros_like(d), multiply(x1, floor_divide(x2, d)))
+    return _select(lax.eq(d, scalar_like(d, 0)), _zeros_like(d), multiply(x1, floor_divide(x2, d)))
 
 
 # ---- special functions -----------------------------------------------------------------------
@@ -636,8 +636,8 @@ def _sinc_maclaurin_fun(k: int, x):
     """The k-th derivative of sin(x)/x at 0, shaped like ``x`` (sinc's value and
     derivatives at zero)."""
     if k % 2:
-        return lax.mul(x, _const(x, 0))
-    return lax.add(lax.mul(x, _const(x, 0)), _const(x, (-1) ** (k // 2) / (k + 1)))
+        return lax.mul(x, scalar_like(x, 0))
+    return lax.add(lax.mul(x, scalar_like(x, 0)), scalar_like(x, (-1) ** (k // 2) / (k + 1)))
 
 
 _sinc_maclaurin = custom_jvp(_sinc_maclaurin_fun, nondiff_argnums=(0,))
@@ -653,21 +653,21 @@ def _sinc_maclaurin_jvp(k, primals, tangents):
 def sinc(x, /):
     """The normalized sinc function ``sin(pi x) / (pi x)`` (1 at 0, with all its derivatives
     there computed exactly)."""
-    (x,) = _check_args("sinc", (x,))
+    (x,) = check_args("sinc", (x,))
     (x,) = promote_dtypes_inexact(ensure_array(x))
-    zero = lax.eq(x, _const(x, 0))
-    pi_x = lax.mul(_const(x, np.pi), x)
-    safe = _select(zero, lax.add(_zeros_like(x), _const(x, 1)), pi_x)
+    zero = lax.eq(x, scalar_like(x, 0))
+    pi_x = lax.mul(scalar_like(x, np.pi), x)
+    safe = _select(zero, lax.add(_zeros_like(x), scalar_like(x, 1)), pi_x)
     return _select(zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe), safe))
 
 
 def _chebyshev(x, coefficients):
     """Clenshaw's recurrence for a Chebyshev series (Cephes' ``chbevl`` convention)."""
-    b0, b1, b2 = lax.add(_zeros_like(x), _const(x, coefficients[0])), _zeros_like(x), None
+    b0, b1, b2 = lax.add(_zeros_like(x), scalar_like(x, coefficients[0])), _zeros_like(x), None
     for c in coefficients[1:]:
         b2, b1 = b1, b0
-        b0 = lax.add(lax.sub(lax.mul(x, b1), b2), _const(x, c))
-    return lax.mul(_const(x, 0.5), lax.sub(b0, b2))
+        b0 = lax.add(lax.sub(lax.mul(x, b1), b2), scalar_like(x, c))
+    return lax.mul(scalar_like(x, 0.5), lax.sub(b0, b2))
 
 
 def _i0_coefficients():
@@ -681,11 +681,11 @@ def _i0_coefficients():
 def _i0(x):
     a, b = _i0_coefficients()
     ax = lax.abs(x)
-    small = lax.le(ax, _const(ax, 8.0))
-    safe_big = lax.max(ax, _const(ax, 8.0))
-    e_small = _chebyshev(lax.sub(lax.mul(ax, _const(ax, 0.5)), _const(ax, 2.0)), a)
-    e_big = lax.div(_chebyshev(lax.sub(lax.div(_const(ax, 32.0), safe_big), _const(ax, 2.0)), b),
-                    lax.sqrt(safe_big))
+    small = lax.le(ax, scalar_like(ax, 8.0))
+    safe_big = lax.max(ax, scalar_like(ax, 8.0))
+    e_small = _chebyshev(lax.sub(lax.mul(ax, scalar_like(ax, 0.5)), scalar_like(ax, 2.0)), a)
+    t_big = lax.sub(lax.div(scalar_like(ax, 32.0), safe_big), scalar_like(ax, 2.0))
+    e_big = lax.div(_chebyshev(t_big, b), lax.sqrt(safe_big))
     return lax.mul(lax.exp(ax), _select(small, e_small, e_big))
 
 
@@ -694,7 +694,7 @@ def _i0_jvp(primals, tangents):
     from minijax.api.ad import jvp
     (x,), (t,) = primals, tangents
     out, t_out = jvp(_i0.fun, (x,), (t,))
-    return out, _select(lax.eq(x, _const(x, 0)), _zeros_like(t_out), t_out)
+    return out, _select(lax.eq(x, scalar_like(x, 0)), _zeros_like(t_out), t_out)
 
 
 @fused

@@ -153,11 +153,11 @@ def _rank_promotion(fname: str, shapes, inputs) -> None:
 def promote_args(fname: str, *args):
     """Dtype promotion then broadcasting, for elementwise functions."""
     if len(args) == 1:
-        return [ensure_array(_check_args(fname, args)[0])]
+        return [ensure_array(check_args(fname, args)[0])]
     planned = _replay(_PROMOTE, fname, args)
     if planned is not None:
         return planned
-    return broadcast_arrays(*promote_dtypes(*_check_args(fname, args)), fname=fname, inputs=args)
+    return broadcast_arrays(*promote_dtypes(*check_args(fname, args)), fname=fname, inputs=args)
 
 
 def promote_args_inexact(fname: str, *args):
@@ -169,7 +169,7 @@ def promote_args_inexact(fname: str, *args):
     planned = _replay(_INEXACT, fname, args)
     if planned is not None:
         return planned
-    return broadcast_arrays(*promote_dtypes_inexact(*_check_args(fname, args)), fname=fname,
+    return broadcast_arrays(*promote_dtypes_inexact(*check_args(fname, args)), fname=fname,
                             inputs=args)
 
 
@@ -177,7 +177,7 @@ def promote_args_numeric(fname: str, *args):
     planned = _replay(_NUMERIC, fname, args)
     if planned is not None:
         return planned
-    return broadcast_arrays(*promote_dtypes_numeric(*_check_args(fname, args)), fname=fname,
+    return broadcast_arrays(*promote_dtypes_numeric(*check_args(fname, args)), fname=fname,
                             inputs=args)
 
 
@@ -276,7 +276,7 @@ def _make_plan(kind: int, args: tuple):
     return dt, weak, tuple(converts), tuple(broadcasts)
 
 
-def _check_args(fname: str, args):
+def check_args(fname: str, args):
     """Reject lists (as jax does); NumPy inputs become minijax arrays."""
     out = []
     for i, x in enumerate(args):

@@ -10,7 +10,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import get_aval, is_python_scalar
 from minijax.numpy import _c99
-from minijax.numpy._promote import (_check_args, promote_args, promote_args_inexact,
+from minijax.numpy._promote import (check_args, promote_args, promote_args_inexact,
                                     promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
                                     convert,
                                     result_type_of)
@@ -258,7 +258,7 @@ def fmod(x, y, /):
     An integer ``fmod`` by zero is 0, as in jax (booleans are not integers here:
     ``fmod(True, False)`` is XLA's remainder by zero, 1).
     """
-    ints = dtypes.is_int(result_type_of(*_check_args("fmod", (x, y)))[0])
+    ints = dtypes.is_int(result_type_of(*check_args("fmod", (x, y)))[0])
     x, y = promote_args_numeric("fmod", x, y)
     dt = _dtype(x)
     if ints:
@@ -464,7 +464,7 @@ def where_(cond, x, y):
     """``x`` where ``cond`` else ``y``, with promotion and broadcasting."""
     cond = _to_bool(cond)
     # dtype promotion only: jax's where broadcasts without the rank-promotion check
-    x, y = promote_dtypes(*_check_args("where", (x, y)))
+    x, y = promote_dtypes(*check_args("where", (x, y)))
     cond, x, y = _broadcast3(cond, x, y)
     return lax.select(cond, x, y)
 

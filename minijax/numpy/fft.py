@@ -27,7 +27,7 @@ from minijax.lax.fft import FftType, _conj
 from minijax.lax.fft import fft as _lax_fft
 from minijax.lax.shape import canonicalize_axis
 from minijax.numpy._creation import asarray
-from minijax.numpy._promote import _check_args, ensure_array
+from minijax.numpy._promote import check_args, ensure_array
 from minijax.runtime.transfer import device_put
 from minijax.stages.eager import fused  # one jitted program when called eagerly
 
@@ -42,7 +42,7 @@ _NORMS = (None, "backward", "ortho", "forward")
 
 def _array(fname: str, a):
     """``a`` as a minijax array (TypeError for lists, as jax)."""
-    return ensure_array(_check_args(f"minijax.numpy.fft.{fname}", (a,))[0])
+    return ensure_array(check_args(f"minijax.numpy.fft.{fname}", (a,))[0])
 
 
 def _move(x, src: Sequence[int], dst: Sequence[int]):

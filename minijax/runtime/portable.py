@@ -8,6 +8,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from minijax.lowering import mlir
+from minijax.runtime import bytecode_check
 
 __all__ = ["deserialize", "import_functions", "serialize", "target_version"]
 
@@ -38,9 +39,11 @@ def deserialize(blob: bytes) -> ir.Module:
     if not isinstance(blob, (bytes, bytearray)) or not bytes(blob[:4]) == b"ML\xefR":
         raise ValueError("the serialized module is not a StableHLO portable artifact "
                          "(MLIR bytecode)")
+    blob = bytes(blob)
+    bytecode_check.check(blob)  # MLIR's reader trusts some of its tables
     with mlir.context():
         try:
-            module = _jax.mlir.deserialize_portable_artifact(bytes(blob))
+            module = _jax.mlir.deserialize_portable_artifact(blob)
         except Exception as e:
             raise ValueError(f"the serialized module could not be read: {e}") from None
         if module is None or not module.operation.verify():
@@ -48,9 +51,26 @@ def deserialize(blob: bytes) -> ir.Module:
     return module
 
 
+def _undecodable(e: Exception) -> ValueError:
+    # jaxlib's bindings raise RuntimeError when a string they hand back (a symbol name,
+    # the module's text) is not valid UTF-8: bytes a damaged artifact can hold.
+    return ValueError(f"the serialized module holds text that is not valid UTF-8 ({e})")
+
+
 def to_text(module: ir.Module) -> str:
     with mlir.context():
-        return module.operation.get_asm(enable_debug_info=True, large_elements_limit=None)
+        try:
+            return module.operation.get_asm(enable_debug_info=True,
+                                            large_elements_limit=None)
+        except (RuntimeError, UnicodeError) as e:
+            raise _undecodable(e) from None
+
+
+def _sym_name(op) -> str:
+    try:
+        return ir.StringAttr(op.attributes["sym_name"]).value
+    except (RuntimeError, UnicodeError) as e:
+        raise _undecodable(e) from None
 
 
 def import_functions(blob: bytes, prefix: str) -> tuple[str, list[str], list[str]]:
@@ -63,7 +83,7 @@ def import_functions(blob: bytes, prefix: str) -> tuple[str, list[str], list[str
         names = []
         for op in ops:
             if "sym_name" in op.attributes:
-                names.append(ir.StringAttr(op.attributes["sym_name"]).value)
+                names.append(_sym_name(op))
         if "main" not in names:
             raise ValueError("the serialized module has no main function")
         for name in names:
@@ -72,15 +92,18 @@ def import_functions(blob: bytes, prefix: str) -> tuple[str, list[str], list[str
         for op in ops:
             if "sym_name" not in op.attributes:
                 continue
-            name = ir.StringAttr(op.attributes["sym_name"]).value
+            name = _sym_name(op)
             op.attributes["sym_name"] = ir.StringAttr.get(prefix + name)
             if op.operation.name == "func.func":
                 op.attributes["sym_visibility"] = ir.StringAttr.get("private")
                 if name == "main":
                     main = op
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        ins = [str(t) for t in ftype.inputs]
-        outs = [str(t) for t in ftype.results]
-        text = "\n".join(op.get_asm(enable_debug_info=False, large_elements_limit=None)
-                         for op in ops)
+        try:
+            ins = [str(t) for t in ftype.inputs]
+            outs = [str(t) for t in ftype.results]
+            text = "\n".join(op.get_asm(enable_debug_info=False, large_elements_limit=None)
+                             for op in ops)
+        except (RuntimeError, UnicodeError) as e:
+            raise _undecodable(e) from None
     return text, ins, outs

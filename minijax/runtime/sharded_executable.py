@@ -39,7 +39,7 @@ from minijax.runtime.array import Array, intern_aval
 from minijax.runtime.executable import (DeserializationError, Executable, _counts,
                                         _make_effectful_execute, _make_execute,
                                         _with_float0, check_signature, compile_and_load,
-                                        deferred_errors_for)
+                                        deferred_errors_for, refine_polymorphic_shapes)
 
 __all__ = ["ShardedExecutable", "can_reshard", "compile_sharded", "deserialize_sharded",
            "reshard", "sharded_compile_options"]
@@ -234,6 +234,7 @@ def compile_sharded(module: str, out_avals: Sequence[ShapedArray],
     ``placement``'s devices."""
     devices = placement.devices
     backend = _backend.backend_of(devices[0])
+    module = refine_polymorphic_shapes(module)  # a shape-polymorphic Exported called
     opts = _options_for(placement, len(out_avals), options, is_shardy(module))
     _limits.check_module(module)
     _lapack.register_if_used(module)

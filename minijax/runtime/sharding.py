@@ -57,8 +57,9 @@ class DuplicateSpecError(Exception):
         self.message, self.mesh, self.pspec = message, mesh, pspec
 
 
-__all__ = ["AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh", "NamedSharding",
-           "PartitionSpec", "Sharding", "SingleDeviceSharding", "UNCONSTRAINED", "jaxlib_sharding",
+__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "HloShardingOnDevices", "Mesh",
+           "NamedSharding", "PartitionSpec", "Sharding", "SingleDeviceSharding", "UNCONSTRAINED",
+           "hlo_sharding_from_text", "jaxlib_sharding", "spec_of_hlo",
            "get_abstract_mesh", "get_mesh", "make_mesh", "named_from_spec", "set_mesh",
            "sharding_from_hlo"]
 
@@ -317,7 +318,8 @@ class Mesh:
         am = self.__dict__.get("_abstract")
         if am is None:
             am = self.__dict__["_abstract"] = AbstractMesh(
-                self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+                self.axis_sizes, self.axis_names, axis_types=self.axis_types,
+                abstract_device=AbstractDevice.of(self._flat_devices[0]))
         return am
 
     @property
@@ -460,8 +462,42 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *,
                 axis_types)
 
 
+class AbstractDevice:
+    """The kind of device a mesh is made of (jax's ``AbstractDevice``: what an exported
+    function records of its mesh's devices)."""
+
+    __slots__ = ("device_kind", "num_cores", "platform")
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str):
+        self.device_kind, self.num_cores, self.platform = device_kind, num_cores, platform
+
+    @staticmethod
+    def of(device: Any) -> AbstractDevice:
+        platform = device.platform
+        num_cores = getattr(device, "num_cores" if platform == "tpu" else "core_count",
+                            None) if platform in ("tpu", "gpu") else None
+        return AbstractDevice(device.device_kind, num_cores, platform)
+
+    def _tuple(self) -> tuple:
+        return (self.device_kind, self.num_cores, self.platform)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractDevice) and self._tuple() == other._tuple()
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __repr__(self) -> str:
+        return (f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, "
+                f"platform={self.platform})")
+
+
 class AbstractMesh:
     """A mesh's axis names, sizes and types without its devices.
+
+    ``abstract_device`` (the kind of its devices, as an exported function records it) is
+    kept but, unlike jax's, is not part of the mesh's identity: minijax compares
+    abstract meshes by their axes only.
 
     A value laid out over a mesh with explicit axes carries the mesh's abstract mesh in
     its type (``minijax.typeof(x).sharding``); a value outside any such mesh carries the
@@ -472,8 +508,10 @@ class AbstractMesh:
     """
 
     def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], *,
-                 axis_types: AxisType | Sequence[AxisType] | None = None):
+                 axis_types: AxisType | Sequence[AxisType] | None = None,
+                 abstract_device: AbstractDevice | None = None):
         axis_sizes, axis_names = tuple(int(a) for a in axis_sizes), tuple(axis_names)
+        self.abstract_device = abstract_device
         if len(axis_sizes) != len(axis_names):
             raise ValueError(f"AbstractMesh: {len(axis_sizes)} axis sizes for "
                              f"{len(axis_names)} axis names")
@@ -725,7 +763,8 @@ class NamedSharding(Sharding):
 @functools.lru_cache(maxsize=4096)
 def _named_hlo_text(mesh: Mesh, parts: tuple, ndim: int) -> str:
     names = mesh.axis_names
-    sizes = dict(zip(names, mesh.devices.shape))
+    mesh_shape = tuple(mesh.axis_sizes)
+    sizes = dict(zip(names, mesh_shape))
     spec = PartitionSpec(*parts)
     if len(parts) > ndim:
         raise ValueError(f"{spec} has {len(parts)} entries, more than the {ndim} "
@@ -736,14 +775,14 @@ def _named_hlo_text(mesh: Mesh, parts: tuple, ndim: int) -> str:
         tiles.append(math.prod(sizes[a] for a in axes))
         perm.extend(names.index(a) for a in axes)
     rest = [i for i in range(len(names)) if i not in perm]
-    replicated = math.prod(mesh.devices.shape[i] for i in rest)
+    replicated = math.prod(mesh_shape[i] for i in rest)
     if math.prod(tiles) == 1:
         return "{replicated}"
     perm.extend(rest)
     dims = tiles + ([replicated] if replicated > 1 else [])
-    shape = list(mesh.devices.shape)
+    shape = list(mesh_shape)
     if perm == sorted(perm):
-        iota = f"<=[{mesh.size}]"
+        iota = f"<=[{math.prod(mesh_shape)}]"
     else:
         iota = f"<=[{','.join(map(str, shape))}]T({','.join(map(str, perm))})"
     suffix = " last_tile_dim_replicate" if replicated > 1 else ""
@@ -753,6 +792,20 @@ def _named_hlo_text(mesh: Mesh, parts: tuple, ndim: int) -> str:
 @functools.lru_cache(maxsize=4096)
 def _named_hlo(mesh: Mesh, parts: tuple, ndim: int) -> xla_client.HloSharding:
     return xla_client.HloSharding.from_string(_named_hlo_text(mesh, parts, ndim))
+
+
+def hlo_sharding_from_text(text: str) -> xla_client.HloSharding:
+    """XLA's ``HloSharding`` of its text form (``{devices=[2,1]<=[2]}``)."""
+    return xla_client.HloSharding.from_string(text)
+
+
+def spec_of_hlo(mesh: Any, hlo: xla_client.HloSharding, ndim: int) -> PartitionSpec | None:
+    """A ``PartitionSpec`` over ``mesh`` (concrete or abstract) whose HLO sharding for an
+    ``ndim``-d array is ``hlo``, or None if none (of at most two axes a dimension) is."""
+    if hlo.is_replicated():
+        return PartitionSpec()
+    found = _search_spec(mesh, hlo, ndim)
+    return None if found is None else found.spec
 
 
 class HloShardingOnDevices(Sharding):
@@ -951,22 +1004,29 @@ class Placement:
 
     ``devices``: the devices, in the order the HLO shardings number them (logical
     partition ``i`` runs on ``devices[i]``); ``in_shardings``: one sharding per input;
-    ``out_shardings``: one per output, or None where XLA's partitioner chooses.
-    Hashable: jit keys its executables on it.
+    ``out_shardings``: one per output, or None where XLA's partitioner chooses;
+    ``in_specified``: per input, whether its sharding was asked for (by ``in_shardings``
+    or the argument's own layout) rather than made up (replicated), as an exported
+    function records it (None: all were). Hashable: jit keys its executables on it.
     """
 
-    __slots__ = ("devices", "in_shardings", "out_shardings", "_hash")
+    __slots__ = ("devices", "in_shardings", "out_shardings", "in_specified", "_hash")
 
-    def __init__(self, devices: Sequence, in_shardings: Sequence, out_shardings: Sequence | None):
+    def __init__(self, devices: Sequence, in_shardings: Sequence, out_shardings: Sequence | None,
+                 in_specified: Sequence[bool] | None = None):
         self.devices = tuple(devices)
         self.in_shardings = tuple(in_shardings)
         self.out_shardings = None if out_shardings is None else tuple(out_shardings)
-        self._hash = hash((self.devices, self.in_shardings, self.out_shardings))
+        self.in_specified = None if in_specified is None or all(in_specified) \
+            else tuple(bool(b) for b in in_specified)
+        self._hash = hash((self.devices, self.in_shardings, self.out_shardings,
+                           self.in_specified))
 
     def __eq__(self, other: Any) -> bool:
         return (isinstance(other, Placement) and self.devices == other.devices
                 and self.in_shardings == other.in_shardings
-                and self.out_shardings == other.out_shardings)
+                and self.out_shardings == other.out_shardings
+                and self.in_specified == other.in_specified)
 
     def __hash__(self) -> int:
         return self._hash
@@ -976,4 +1036,4 @@ class Placement:
                 f"in_shardings={self.in_shardings}, out_shardings={self.out_shardings})")
 
     def with_outputs(self, out_shardings: Sequence | None) -> Placement:
-        return Placement(self.devices, self.in_shardings, out_shardings)
+        return Placement(self.devices, self.in_shardings, out_shardings, self.in_specified)

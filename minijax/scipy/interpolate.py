@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 
 from minijax import numpy as jnp
-from minijax.numpy._promote import _check_args, promote_dtypes_inexact
+from minijax.numpy._promote import check_args, promote_dtypes_inexact
 from minijax._pytree import register_pytree_node
 
 __all__ = ["RegularGridInterpolator"]
@@ -24,7 +24,7 @@ def _points_array(points, ndim: int):
     if isinstance(points, tuple):
         coords = jnp.broadcast_arrays(*points)
         return jnp.stack([c.astype(float) for c in coords], axis=-1)
-    _check_args("RegularGridInterpolator", (points,))
+    check_args("RegularGridInterpolator", (points,))
     points = jnp.asarray(points)
     return points.reshape(-1, ndim) if points.ndim == 1 else points
 
@@ -50,20 +50,20 @@ class RegularGridInterpolator:
         self.bounds_error = bounds_error
         if bounds_error:
             raise NotImplementedError("`bounds_error` takes no effect under JIT")
-        _check_args("RegularGridInterpolator", (values,))
+        check_args("RegularGridInterpolator", (values,))
         values = jnp.asarray(values)
         if len(points) > values.ndim:
             raise ValueError(f"there are {len(points)} point arrays, but values has "
                              f"{values.ndim} dimensions")
         (values,) = promote_dtypes_inexact(values)
         if fill_value is not None:
-            _check_args("RegularGridInterpolator", (fill_value,))
+            check_args("RegularGridInterpolator", (fill_value,))
             fill_value = jnp.asarray(fill_value)
             if not jnp.can_cast(fill_value.dtype, values.dtype, casting="same_kind"):
                 raise ValueError(
                     "fill_value must be either 'None' or of a type compatible with values")
         self.fill_value = fill_value
-        _check_args("RegularGridInterpolator", tuple(points))
+        check_args("RegularGridInterpolator", tuple(points))
         self.grid = tuple(jnp.asarray(p) for p in points)
         self.values = values
 

@@ -27,7 +27,7 @@ from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._reductions import _check_arraylike, canonicalize_axis
-from minijax.numpy.linalg._common import _inexact
+from minijax.numpy.linalg._common import promote_inexact_args
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
            "fftconvolve", "istft", "stft", "welch"]
@@ -92,7 +92,7 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None)
         return fftconvolve(in1, in2, mode=mode)
     if method not in ("direct", "auto"):
         raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
-    in1, in2 = _inexact("convolve", in1, in2)
+    in1, in2 = promote_inexact_args("convolve", in1, in2)
     return _convolve_nd(in1, in2, mode, precision)
 
 
@@ -108,7 +108,7 @@ def _check_2d(name: str, in1, in2, boundary, fillvalue):
         raise NotImplementedError(f"{name}() only supports boundary='fill', fillvalue=0")
     if np.ndim(in1) != 2 or np.ndim(in2) != 2:
         raise ValueError(f"{name}() only supports 2-dimensional inputs.")
-    return _inexact(name, in1, in2)
+    return promote_inexact_args(name, in1, in2)
 
 
 def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue: float = 0,
@@ -172,7 +172,7 @@ def _fftconvolve(in1, in2, mode: str, axes: tuple[int, ...]):
 def fftconvolve(in1, in2, mode: str = "full", axes: Sequence[int] | None = None):
     """Convolution through the FFT over ``axes`` (default all); the other axes must have
     equal sizes and are treated elementwise. Modes as in ``convolve``."""
-    in1, in2 = _inexact("fftconvolve", in1, in2)
+    in1, in2 = promote_inexact_args("fftconvolve", in1, in2)
     if in1.ndim != in2.ndim:
         raise ValueError("in1 and in2 should have the same dimensionality")
     if mode not in _MODES:
@@ -212,7 +212,7 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002 (sci
         raise NotImplementedError("overwrite_data argument not implemented.")
     if type not in ("constant", "linear"):
         raise ValueError("Trend type must be 'linear' or 'constant'.")
-    data, = _inexact("detrend", data)
+    data, = promote_inexact_args("detrend", data)
     if type == "constant":
         return data - jnp.mean(data, axis=axis, keepdims=True)
     axis = canonicalize_axis(axis, data.ndim)
@@ -321,9 +321,9 @@ def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_on
         raise ValueError(f"Unknown boundary option '{boundary}', must be one of: "
                          f"{list(_BOUNDARIES)}")
     if y is None:
-        x, = _inexact("spectral_helper", x)
+        x, = promote_inexact_args("spectral_helper", x)
     else:
-        x, y = _inexact("spectral_helper", x, y)
+        x, y = promote_inexact_args("spectral_helper", x, y)
         if x.ndim != y.ndim:
             raise ValueError(f"two-arguments must have the same rank ({x.ndim} vs {y.ndim}).")
     axis = canonicalize_axis(operator.index(axis), x.ndim)

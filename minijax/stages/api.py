@@ -13,7 +13,7 @@ from minijax.config import State
 from minijax.core import lru
 from minijax.core.aval import ShapedArray, ShapeDtypeStruct
 from minijax.core.jaxpr import ClosedJaxpr, EqnContext, Jaxpr
-from minijax.core.trace import _state, get_aval, merge_ctx
+from minijax.core.trace import trace_state, get_aval, merge_ctx
 from minijax.core.trace import ensure_compile_time_eval  # noqa: F401  (re-exported)
 from minijax.core.traceback_util import api_boundary
 from minijax._pytree import tree_leaves
@@ -32,13 +32,12 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False):
     def make(*args, **kwargs):
         entry = trace_entry(Wrapped(fun, static_argnums=static_argnums), args, kwargs)
         closed = entry.closed
-        if entry.hoisted:
-            # the tracers of enclosing traces it closes over are consts (as jax's), not
-            # the leading inputs a jit call passes them as
-            n, j = len(entry.hoisted), closed.jaxpr
-            closed = ClosedJaxpr(Jaxpr(list(j.invars[:n]) + list(j.constvars), j.invars[n:],
-                                       j.outvars, j.eqns, j.debug_info),
-                                 list(entry.hoisted) + list(closed.consts))
+        if entry.hoisted:  # values of enclosing traces it closes over are its consts
+            # again (as jax's), not leading inputs: eval_jaxpr(jaxpr, consts, *args) runs it
+            j, n = closed.jaxpr, len(entry.hoisted)
+            closed = ClosedJaxpr(Jaxpr(j.constvars + j.invars[:n], j.invars[n:], j.outvars,
+                                       j.eqns, j.debug_info),
+                                 closed.consts + list(entry.hoisted))
         if return_shape:
             shapes = entry.out_tree.unflatten(
                 ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
@@ -86,12 +85,12 @@ class named_scope:
         self._name = name
 
     def __enter__(self):
-        self._prev = _state.ctx
-        _state.ctx = merge_ctx(self._prev, EqnContext((), (self._name,)))
+        self._prev = trace_state.ctx
+        trace_state.ctx = merge_ctx(self._prev, EqnContext((), (self._name,)))
         return self
 
     def __exit__(self, *exc):
-        _state.ctx = self._prev
+        trace_state.ctx = self._prev
 
     def __call__(self, fun: Callable) -> Callable:
         """As a decorator: ``fun``'s operations are traced under this name."""

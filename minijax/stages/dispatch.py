@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from minijax.core.jaxpr import EMPTY_CTX
-from minijax.core.trace import EVAL_TRACE, _state, user_source
+from minijax.core.trace import EVAL_TRACE, trace_state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.runtime._native import speedups
 from minijax.runtime.array import Array
@@ -60,7 +60,7 @@ class PyDispatchBase:
     def __call__(self, *args, **kwargs):
         try:
             fast = self._fast
-            top = _state.ctx is EMPTY_CTX and _state.trace is EVAL_TRACE
+            top = trace_state.ctx is EMPTY_CTX and trace_state.trace is EVAL_TRACE
             if fast and top:
                 # One and two arguments are unrolled (a comprehension costs a frame).
                 try:
@@ -286,7 +286,7 @@ def _fast_path_failed(args: tuple) -> None:
 DispatchBase: Any
 if speedups is not None:
     DispatchBase = speedups.DispatchBase
-    speedups.set_dispatch_state(_state, EMPTY_CTX, EVAL_TRACE, _fast_path_failed, CONSTANTS,
+    speedups.set_dispatch_state(trace_state, EMPTY_CTX, EVAL_TRACE, _fast_path_failed, CONSTANTS,
                                 registry.flatten, SCALAR_SPECS, NUMPY_SPECS, *NUMPY_TYPES)
 else:
     DispatchBase = PyDispatchBase

@@ -8,7 +8,7 @@ from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from minijax.core.jaxpr import EMPTY_CTX
 from minijax.core.lru import LRUCache
-from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, _state, user_source
+from minijax.core.trace import EAGER_IMPL, EVAL_TRACE, trace_state, user_source
 from minijax.core.traceback_util import process_exception, register_boundary
 from minijax.stages.common import abstractify, call_device, module_name, raise_if_deleted
 from minijax.stages.dispatch import ids_and_buffers
@@ -150,8 +150,8 @@ class Fused(Wrapped):
     @register_boundary
     def _call(self, args: tuple, kwargs: dict):
         try:
-            if (not kwargs and 0 < len(args) <= self._max_args and _state.trace is EVAL_TRACE
-                    and _state.ctx is EMPTY_CTX and _jittable(args)
+            if (not kwargs and 0 < len(args) <= self._max_args and trace_state.trace is EVAL_TRACE
+                    and trace_state.ctx is EMPTY_CTX and _jittable(args)
                     and not (config.minijax_debug_nans or config.minijax_debug_infs)):
                 return super()._call(args, kwargs)
             return self._fun(*args, **kwargs)

@@ -37,7 +37,7 @@ from minijax.core.traceback_util import (api_boundary, process_exception,
                                          register_boundary)
 from minijax.core.lru import LRUCache
 from minijax.core.ref import ClosedOverRef
-from minijax.core.trace import (EVAL_TRACE, DebugInfo, _state, set_ctx, split_tracer_consts,
+from minijax.core.trace import (EVAL_TRACE, DebugInfo, trace_state, set_ctx, split_tracer_consts,
                                 trace_to_jaxpr, user_source)
 from minijax.runtime.array import Array
 from minijax.stages.cache import EXECUTABLES
@@ -274,7 +274,7 @@ class Wrapped(DispatchBase):
         leaves, in_tree = _flatten((dyn_args, dyn_kwargs))
         avals = [abstractify(x, allow_shape_dtype) for x in leaves]
         # The axis environment (pmap/xla_computation) changes what collectives trace to.
-        key = (in_tree, config.trace_key + (_state.axis_env,), statics, *avals)
+        key = (in_tree, config.trace_key + (trace_state.axis_env,), statics, *avals)
         entry = self._traces.get(key)
         shared = self._shared_traces() if _on_default_device(leaves) else None
         if entry is not None:
@@ -410,7 +410,7 @@ class Wrapped(DispatchBase):
             return self._fun(*args, **kwargs)
         if self._closed_refs or _has_ref(args, kwargs):
             return self._call_with_refs(args, kwargs)
-        outer = _state.trace
+        outer = trace_state.trace
         try:
             try:
                 return self._call_plain(args, kwargs)
@@ -461,7 +461,7 @@ class Wrapped(DispatchBase):
                 out, finals = self._ref_inner.jitted(values, others, tree, tuple(mask), statics)
                 break
             except ClosedOverRef as e:  # one more closed-over ref found
-                outer = _state.trace
+                outer = trace_state.trace
                 if any(e.ref is r for r in refs) or not (
                         e.ref._trace is outer or e.ref._trace.is_ancestor_of_or_self(outer)):
                     raise
@@ -484,9 +484,9 @@ class Wrapped(DispatchBase):
 
     def _call_plain(self, args: tuple, kwargs: dict):
         try:
-            if _state.trace is not EVAL_TRACE:
+            if trace_state.trace is not EVAL_TRACE:
                 return self._call_traced(args, kwargs)
-            ctx = _state.ctx
+            ctx = trace_state.ctx
             fast = ctx is EMPTY_CTX  # the dispatch tables are for top-level calls only
             entry, leaves = self._entry(args, kwargs)
             if self._shardings is not None:  # jit(in_shardings=, out_shardings=)

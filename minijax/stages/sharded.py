@@ -98,7 +98,7 @@ def placement_of(args: Sequence[Any], in_shardings: Sequence[Any] | None = None,
                                  f"{[d.id for d in devices]}")
             outs.append(s)
         outs = tuple(outs)
-    return Placement(devices, final, outs)
+    return Placement(devices, final, outs, [s is not None for s in chosen])
 
 
 def aot_device(args: Sequence[Any]) -> Any:

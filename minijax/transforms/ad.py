@@ -30,8 +30,8 @@ from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
 from minijax.core.primitives import add_any_p, broadcast_in_dim_p
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_jaxpr
-from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive,
-                                Trace, Tracer, _leaked, _state, eval_jaxpr, get_aval, merge_ctx,
+from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive, Trace, Tracer,
+                                leaked_tracer_error, trace_state, eval_jaxpr, get_aval, merge_ctx,
                                 trace_to_jaxpr, use_trace, user_source)
 from minijax.core.lru import weak_memo
 from minijax.core.traceback_util import add_equation_source
@@ -62,9 +62,7 @@ class Zero:
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
     """Tangents of integer and boolean values have dtype float0."""
-    if dtypes.is_inexact(aval.dtype):
-        return aval
-    return ShapedArray(aval.shape, dtypes.float0, False)
+    return aval.to_tangent_aval()
 
 
 def zeros_like_aval(aval: ShapedArray):
@@ -198,7 +196,7 @@ class JVPTrace(Trace):
         if isinstance(x, JVPTracer) and x._trace is self:
             return x.primal, x.tangent
         if isinstance(x, Tracer) and not x._trace.alive:
-            raise _leaked(x)
+            raise leaked_tracer_error(x)
         return x, Zero(tangent_aval(get_aval(x)))
 
     def process_primitive(self, prim, args, params):
@@ -214,8 +212,8 @@ class JVPTrace(Trace):
                 primals.append(p)
             tangents.append(t)
         parent = self.parent
-        prev = _state.trace
-        _state.trace = parent
+        prev = trace_state.trace
+        trace_state.trace = parent
         try:
             if not nonzero:
                 return prim.bind(*primals, **params)
@@ -228,7 +226,7 @@ class JVPTrace(Trace):
                     f"Differentiation rule for '{prim.name}' is not implemented")
             out, t_out = rule(primals, tangents, **params)
         finally:
-            _state.trace = prev
+            trace_state.trace = prev
         if prim.multiple_results:
             return [maybe_jvp_tracer(self, o, t) for o, t in zip(out, t_out)]
         return maybe_jvp_tracer(self, out, t_out)
@@ -255,7 +253,7 @@ def _zero_if_float0(t):
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
     """Run ``fun(*primals)`` (flat list out) forward with tangents; returns (outs, out_tangents)
     with symbolic zeros left as ``Zero``."""
-    trace = JVPTrace(_state.trace)
+    trace = JVPTrace(trace_state.trace)
     tracers = [JVPTracer(trace, p, _zero_if_float0(t)) for p, t in zip(primals, tangents)]
     with use_trace(trace):
         outs = fun(*tracers)
@@ -273,7 +271,7 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
 def _trace_state() -> tuple:
     """What a jaxpr traced from another depends on besides that jaxpr (the key of the
     memos of jaxpr transforms)."""
-    return config.trace_key, _state.ctx, _state.axis_env
+    return config.trace_key, trace_state.ctx, trace_state.axis_env
 
 
 def jvp_jaxpr(closed: ClosedJaxpr, nonzero: Sequence[bool],
@@ -420,7 +418,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         else:
             env[v] = a
 
-    outer, outer_source = _state.ctx, _state.source
+    outer, outer_source = trace_state.ctx, trace_state.source
     # The context each equation is re-emitted under: its own, on top of ours.
     plain = not outer.metadata and not outer.name_stack
     lin_eqns = []
@@ -434,8 +432,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                         linear.add(v)
                     break
             else:
-                _state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
-                _state.source = eqn.source or outer_source
+                trace_state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
+                trace_state.source = eqn.source or outer_source
                 out = eqn.primitive.bind(*[a.val if type(a) is Literal else env[a]
                                            for a in eqn.invars], **eqn.params)
                 if eqn.primitive.multiple_results:
@@ -477,8 +475,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                 raise NotImplementedError(
                     f"Transpose rule (for reverse-mode differentiation) for '{prim.name}' "
                     f"is not implemented")
-            _state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
-            _state.source = eqn.source or outer_source
+            trace_state.ctx = eqn.ctx if plain else merge_ctx(outer, eqn.ctx)
+            trace_state.source = eqn.source or outer_source
             ct_in = rule(cts, *invals, **eqn.params)
             for a, ct in zip(eqn.invars, ct_in):
                 if ct is not None and type(ct) is not Zero and type(a) is not Literal \
@@ -490,7 +488,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             add_equation_source(e, eqn)
         raise
     finally:
-        _state.ctx, _state.source = outer, outer_source
+        trace_state.ctx, trace_state.source = outer, outer_source
     out = []
     for v, a in zip(jaxpr.invars, args):
         if type(a) is UndefinedPrimal:
@@ -556,12 +554,12 @@ class PartialEvalTrace(JaxprTrace):
             parent = self.parent
             if type(parent) is JaxprTrace:  # grad under jit: recorded there, as bind would
                 return JaxprTrace.process_primitive(parent, prim, args, params)
-            prev = _state.trace
-            _state.trace = self.parent
+            prev = trace_state.trace
+            trace_state.trace = self.parent
             try:
                 return prim.bind(*args, **params)
             finally:
-                _state.trace = prev
+                trace_state.trace = prev
         rule = prim.rules.get("partial_eval")
         if rule is not None and not all(unknown):
             return self._split(prim, args, params, unknown, rule)
@@ -572,14 +570,14 @@ class PartialEvalTrace(JaxprTrace):
         avals = [get_aval(x) for x in args]
         invars = [Var(a) for a in avals]
         outvars = [Var(a) for a in prim.out_avals(avals, params)]
-        eqn = JaxprEqn(prim, invars, outvars, params, _state.ctx, user_source(3))
+        eqn = JaxprEqn(prim, invars, outvars, params, trace_state.ctx, user_source(3))
         known_eqns, unknown_eqns, _ = rule(eqn, unknown)
         env: dict[int, Any] = {}
         own: dict[int, Any] = {}
         for v, x, u in zip(invars, args, unknown):
             (own if u else env)[id(v)] = x._var if u else x
-        prev = _state.trace
-        _state.trace = self.parent
+        prev = trace_state.trace
+        trace_state.trace = self.parent
         try:
             for e in known_eqns:
                 ins = [a.val if type(a) is Literal else env[id(a)] for a in e.invars]
@@ -587,7 +585,7 @@ class PartialEvalTrace(JaxprTrace):
                 for v, o in zip(e.outvars, out if e.primitive.multiple_results else [out]):
                     env[id(v)] = o
         finally:
-            _state.trace = prev
+            trace_state.trace = prev
         for e in unknown_eqns:
             ins = []
             for a in e.invars:
@@ -609,21 +607,24 @@ def linearize_flat(flat_fun: Callable, primals: Sequence, name: str = "fun"):
     Returns ``(outs, linear_jaxpr, residuals)``: ``linear_jaxpr`` has the residuals
     as constvars and maps input tangents to output tangents.
     """
-    pe = PartialEvalTrace(_state.trace, DebugInfo("linearize", name, None))
+    pe = PartialEvalTrace(trace_state.trace, DebugInfo("linearize", name, None))
     t_in = [pe.new_arg(tangent_aval(get_aval(p))) for p in primals]
     jt = JVPTrace(pe)
-    tracers = [JVPTracer(jt, p, t) for p, t in zip(primals, t_in)]
-    prev = _state.trace
-    _state.trace = jt
+    # as jax: an integer or boolean input (float0 tangent) is not perturbed, its tangent a
+    # symbolic zero (the linear jaxpr still takes it)
+    tracers = [JVPTracer(jt, p, Zero(t.aval) if t.aval.dtype == dtypes.float0 else t)
+               for p, t in zip(primals, t_in)]
+    prev = trace_state.trace
+    trace_state.trace = jt
     try:
         outs = flat_fun(*tracers)
         jt.alive = False
         pairs = [jt.split(o) for o in outs]
-        _state.trace = pe
+        trace_state.trace = pe
         touts = [instantiate(t) for _, t in pairs]
         lin, residuals = pe.finish(touts)
     finally:
-        _state.trace = prev
+        trace_state.trace = prev
         jt.alive = pe.alive = False
     primal_outs = [p for p, _ in pairs]
     for p in primal_outs:

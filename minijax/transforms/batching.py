@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from minijax.core.aval import ShapedArray
 from minijax.core.primitives import broadcast_in_dim_p, transpose_p
-from minijax.core.trace import (Primitive, Trace, Tracer, _leaked, _state, aval_str, get_aval,
-                                use_trace)
+from minijax.core.trace import (Primitive, Trace, Tracer, aval_str, get_aval,
+                                leaked_tracer_error, trace_state, use_trace)
 
 not_mapped = None
 
@@ -55,7 +55,7 @@ class BatchTrace(Trace):
         if isinstance(x, BatchTracer) and x._trace is self:
             return x.val, x.bdim
         if isinstance(x, Tracer) and not x._trace.alive:
-            raise _leaked(x)
+            raise leaked_tracer_error(x)
         return x, not_mapped
 
     def process_primitive(self, prim, args, params):
@@ -64,8 +64,8 @@ class BatchTrace(Trace):
             v, d = self.split(x)
             vals.append(v)
             dims.append(d)
-        prev = _state.trace
-        _state.trace = self.parent
+        prev = trace_state.trace
+        trace_state.trace = self.parent
         try:
             if all(d is None for d in dims) and not prim.rules.get("batch_always"):
                 return prim.bind(*vals, **params)
@@ -74,7 +74,7 @@ class BatchTrace(Trace):
                 raise NotImplementedError(f"Batching rule for '{prim.name}' is not implemented")
             out, out_dims = rule(self, vals, dims, **params)
         finally:
-            _state.trace = prev
+            trace_state.trace = prev
         if prim.multiple_results:
             return [BatchTracer(self, o, d) if d is not None else o
                     for o, d in zip(out, out_dims)]
@@ -183,7 +183,7 @@ def batch_jaxpr(closed, dims: Sequence[int | None], axis_size: int, axis_name=No
     out_dims: list = []
 
     def fun(*args):
-        trace = BatchTrace(_state.trace, axis_size, axis_name)
+        trace = BatchTrace(trace_state.trace, axis_size, axis_name)
         tracers = [BatchTracer(trace, a, d) if d is not None else a for a, d in zip(args, dims)]
         with use_trace(trace):
             outs = eval_jaxpr(closed.jaxpr, closed.consts, *tracers)

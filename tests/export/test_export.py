@@ -575,6 +575,19 @@ def test_truncated_bytes():
             mexport.deserialize(blob[:n])
 
 
+def test_symbol_name_not_utf8_is_a_value_error():
+    """A damaged artifact whose function name is not valid UTF-8 (jaxlib's bindings
+    raise RuntimeError reading it back) is refused with ValueError when called."""
+    x = np.ones(3, np.float32)
+    blob = bytearray(mexport.export(minijax.jit(mnp.sin))(x).serialize())
+    # the name among the bytecode's NUL-terminated strings (paths may hold "main" too)
+    at = blob.index(b"\0main\0", blob.index(b"ML\xefR"))
+    blob[at + 1] = 0xFF
+    exp = mexport.deserialize(bytes(blob))
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        exp.call(x)
+
+
 def test_random_bytes_never_pass():
     rng = np.random.default_rng(0)
     for n in (8, 16, 100, 1000):

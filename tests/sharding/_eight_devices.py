@@ -3,7 +3,8 @@
 ``worker(cases, path)`` runs in that subprocess: each case's result (or its error, as
 text) is pickled to ``path`` (the test's own temporary file, written by the test's own
 code: nothing from outside is unpickled). ``run_cases(module, tmp_dir)`` starts the
-subprocess for ``tests.sharding.<module>`` and returns ``(results, stderr)``;
+subprocess for ``tests.sharding.<module>`` (or ``module`` itself when dotted) and
+returns ``(results, stderr)``;
 ``get(results, name)`` is one case's value, failing the test with the case's error.
 """
 
@@ -41,8 +42,9 @@ def run_cases(module: str, tmp_dir, devices: int = 8, **env_overrides) -> tuple[
             env.pop(k, None)
         else:
             env[k] = v
+    dotted = module if "." in module else f"tests.sharding.{module}"
     proc = subprocess.run(
-        [sys.executable, "-c", f"import tests.sharding.{module} as t; t._worker({path!r})"],
+        [sys.executable, "-c", f"import {dotted} as t; t._worker({path!r})"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(path, "rb") as f:

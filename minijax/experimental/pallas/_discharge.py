@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from minijax.core.jaxpr import Jaxpr, Literal
-from minijax.core.trace import _state, merge_ctx
+from minijax.core.trace import trace_state, merge_ctx
 from minijax.experimental.pallas._core import is_ref_aval
 from minijax.experimental.pallas._primitives import Indexer, get_p, program_id_p, swap_p
 from minijax.lax import control_flow as cf
@@ -92,10 +92,10 @@ def run_state(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     def read(a):
         return a.val if type(a) is Literal else env[id(a)]
 
-    outer = _state.ctx
+    outer = trace_state.ctx
     try:
         for eqn in jaxpr.eqns:
-            _state.ctx = merge_ctx(outer, eqn.ctx)
+            trace_state.ctx = merge_ctx(outer, eqn.ctx)
             prim = eqn.primitive
             ins = [read(a) for a in eqn.invars]
             if prim is get_p:
@@ -126,7 +126,7 @@ def run_state(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                 else:
                     env[id(eqn.outvars[0])] = out
     finally:
-        _state.ctx = outer
+        trace_state.ctx = outer
     outs = [read(a) for a in jaxpr.outvars]
     return outs, [env[id(v)] for v in jaxpr.invars if _is_ref(v)]
 

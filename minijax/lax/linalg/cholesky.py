@@ -31,7 +31,6 @@ from minijax.lax.linalg.triangular_solve import triangular_solve
 from minijax.transforms.ad import Zero, tangent_aval
 
 cholesky_p = Primitive("cholesky")
-cholesky_update_p = Primitive("cholesky_update")
 
 
 # ---- abstract eval -----------------------------------------------------------------------------
@@ -104,6 +103,9 @@ def_batch_leading(cholesky_p)
 
 
 # ---- cholesky_update ----------------------------------------------------------------------------
+
+cholesky_update_p = Primitive("cholesky_update")
+
 
 @cholesky_update_p.def_abstract_eval
 def _cholesky_update_abstract(r, w):

@@ -34,7 +34,6 @@ from minijax.lax.slicing import slice as lax_slice
 from minijax.lax.sort import sort_key_val
 from minijax.transforms.ad import Zero, defjvp_zero, tangent_aval
 
-lu_p = Primitive("lu", multiple_results=True)
 lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
 
 
@@ -100,6 +99,9 @@ def_batch_leading(lu_pivots_to_permutation_p)
 
 
 # ---- lu: abstract eval ------------------------------------------------------------------------
+
+lu_p = Primitive("lu", multiple_results=True)
+
 
 @lu_p.def_abstract_eval
 def _lu_abstract(x):

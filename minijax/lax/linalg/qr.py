@@ -36,14 +36,11 @@ from minijax.lax.unary import real
 from minijax.lax.convert import convert_element_type
 from minijax.transforms.ad import Zero, tangent_aval
 
-geqrf_p = Primitive("geqrf", multiple_results=True)
-geqp3_p = Primitive("geqp3", multiple_results=True)
-householder_product_p = Primitive("householder_product")
-ormqr_p = Primitive("ormqr")
-qr_p = Primitive("qr", multiple_results=True)
-
 
 # ---- geqrf --------------------------------------------------------------------------------------
+
+geqrf_p = Primitive("geqrf", multiple_results=True)
+
 
 @geqrf_p.def_abstract_eval
 def _geqrf_abstract(a):
@@ -70,6 +67,9 @@ def_batch_leading(geqrf_p)
 
 
 # ---- geqp3 --------------------------------------------------------------------------------------
+
+geqp3_p = Primitive("geqp3", multiple_results=True)
+
 
 @geqp3_p.def_abstract_eval
 def _geqp3_abstract(a, jpvt):
@@ -103,6 +103,9 @@ def_batch_leading(geqp3_p)
 
 # ---- householder_product ------------------------------------------------------------------------
 
+householder_product_p = Primitive("householder_product")
+
+
 @householder_product_p.def_abstract_eval
 def _householder_product_abstract(a, taus):
     batch_dims("householder_product", [a, taus], [2, 1])
@@ -135,6 +138,9 @@ def_batch_leading(householder_product_p)
 
 
 # ---- ormqr ------------------------------------------------------------------------------------
+
+ormqr_p = Primitive("ormqr")
+
 
 @ormqr_p.def_abstract_eval
 def _ormqr_abstract(a, taus, c, *, left, transpose):
@@ -199,6 +205,9 @@ def_batch_leading(ormqr_p)
 
 
 # ---- qr: abstract eval and lowering ---------------------------------------------------------
+
+qr_p = Primitive("qr", multiple_results=True)
+
 
 @qr_p.def_abstract_eval
 def _qr_abstract(a, *, pivoting, full_matrices, use_magma=None):

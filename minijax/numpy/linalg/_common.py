@@ -43,7 +43,7 @@ class SVDResult(NamedTuple):
 
 # ---- helpers ---------------------------------------------------------------------------------
 
-def _inexact(name: str, *args):
+def promote_inexact_args(name: str, *args):
     """Check array-likes (lists are a TypeError, as in jax) and promote them to a common
     inexact dtype."""
     for a in args:

@@ -17,8 +17,8 @@ from minijax.lax.linalg.lu import lu_solve as _lu_solve
 from minijax.numpy._promote import broadcast_shapes, broadcast_to_shape, promote_dtypes_inexact
 from minijax.numpy._reductions import _check_arraylike, sum as _np_sum
 from minijax.numpy.linalg._common import (EighResult, EigResult, QRResult, SlogdetResult, SVDResult,
-                                          _count_last, _dtype, _full, _inexact, _ndim, _real,
-                                          _select, _shape, _sum_last)
+                                          _count_last, _dtype, _full, _ndim, _real, _select,
+                                          _shape, _sum_last, promote_inexact_args)
 from minijax.stages.jit import jit
 
 
@@ -65,7 +65,7 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     Returns the lower factor ``L`` with ``a = L @ L^H`` (the upper factor ``L^H`` if
     ``upper``); matrices that are not positive definite give NaNs.
     """
-    a, = _inexact("jnp.linalg.cholesky", a)
+    a, = promote_inexact_args("jnp.linalg.cholesky", a)
     L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     return _H(L) if upper else L
 
@@ -105,7 +105,7 @@ def solve(a, b):
     ``b`` is a vector ``[m]`` or a stack of matrices ``[..., m, n]``; leading
     dimensions broadcast. The LU factors of ``a`` are reused by the derivatives.
     """
-    a, b = _inexact("jnp.linalg.solve", a, b)
+    a, b = promote_inexact_args("jnp.linalg.solve", a, b)
     a_shape, b_shape = _shape(a), _shape(b)
     if len(a_shape) < 2:
         raise ValueError(f"left hand array must be at least two dimensional; got "
@@ -256,7 +256,7 @@ def slogdet(a, *, method: str | None = None):
     Returns ``SlogdetResult(sign, logabsdet)``; a singular matrix has sign 0 and
     logabsdet ``-inf``. ``method`` is ``'lu'`` (default) or ``'qr'``.
     """
-    a, = _inexact("jnp.linalg.slogdet", a)
+    a, = promote_inexact_args("jnp.linalg.slogdet", a)
     shape = _shape(a)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"Argument to slogdet() must have shape [..., n, n], got {shape}")
@@ -384,7 +384,7 @@ def _det_jvp(primals, tangents):
 @jit
 def det(a):
     """Determinant of square matrices ``[..., n, n]``."""
-    a, = _inexact("jnp.linalg.det", a)
+    a, = promote_inexact_args("jnp.linalg.det", a)
     shape = _shape(a)
     if len(shape) >= 2 and shape[-2:] == (2, 2):
         return _det_2x2(a)
@@ -405,7 +405,7 @@ def qr(a, mode: str = "reduced"):
     ``k = min(m, n)``), ``'complete'`` (``Q`` ``[..., m, m]``), ``'r'`` (only ``R``)
     or ``'raw'`` (LAPACK's Householder form: ``(h^T, tau)``).
     """
-    a, = _inexact("jnp.linalg.qr", a)
+    a, = promote_inexact_args("jnp.linalg.qr", a)
     if mode == "raw":
         h, taus = lax_linalg.geqrf(a)
         return QRResult(matrix_transpose(h), taus)
@@ -443,7 +443,7 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):  # noqa: N8
 @jit(static_argnames=("UPLO", "symmetrize_input"))
 def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):  # noqa: N803
     """Eigenvalues (ascending) of Hermitian matrices ``[..., n, n]``."""
-    a, = _inexact("jnp.linalg.eigvalsh", a)
+    a, = promote_inexact_args("jnp.linalg.eigvalsh", a)
     return eigh(a, UPLO, symmetrize_input=symmetrize_input).eigenvalues
 
 
@@ -452,7 +452,7 @@ def eig(a):
 
     Returns ``EigResult(eigenvalues, eigenvectors)``. CPU only, as in jax.
     """
-    a, = _inexact("jnp.linalg.eig", a)
+    a, = promote_inexact_args("jnp.linalg.eig", a)
     w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
     return EigResult(w, v)
 
@@ -460,7 +460,7 @@ def eig(a):
 @jit
 def eigvals(a):
     """Eigenvalues of general square matrices (complex)."""
-    a, = _inexact("jnp.linalg.eigvals", a)
+    a, = promote_inexact_args("jnp.linalg.eigvals", a)
     return lax_linalg.eig(a, compute_left_eigenvectors=False,
                           compute_right_eigenvectors=False)[0]
 
@@ -480,7 +480,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     Returns ``SVDResult(U, S, Vh)`` (``S`` real, descending), or only ``S`` without
     ``compute_uv``. With ``hermitian`` the decomposition comes from ``eigh``.
     """
-    a, = _inexact("jnp.linalg.svd", a)
+    a, = promote_inexact_args("jnp.linalg.svd", a)
     if hermitian:
         v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
         s = lax.abs(w)
@@ -505,5 +505,5 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 def svdvals(x, /):
     """Singular values of ``[..., m, n]`` (descending)."""
-    x, = _inexact("jnp.linalg.svdvals", x)
+    x, = promote_inexact_args("jnp.linalg.svdvals", x)
     return svd(x, compute_uv=False, hermitian=False)

@@ -16,7 +16,8 @@ from minijax.numpy import _linalg_ops, _reductions as red, _shape as _np_shape, 
 from minijax.numpy._promote import (broadcast_shapes, broadcast_to_shape, ensure_array,
                                     promote_dtypes, promote_dtypes_inexact)
 from minijax.numpy._reductions import _check_arraylike, canonicalize_axis, sum as _np_sum
-from minijax.numpy.linalg._common import _dtype, _full, _inexact, _ndim, _real, _select, _shape
+from minijax.numpy.linalg._common import (_dtype, _full, _ndim, _real, _select, _shape,
+                                          promote_inexact_args)
 from minijax.numpy.linalg.decompositions import inv, matrix_transpose, solve, svd, svdvals
 from minijax.stages.jit import jit
 
@@ -132,7 +133,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         if rtol is not None:
             raise ValueError("pinv: only one of rtol and rcond may be specified.")
         rtol = rcond
-    a, = _inexact("jnp.linalg.pinv", a)
+    a, = promote_inexact_args("jnp.linalg.pinv", a)
     return _pinv(a, rtol, hermitian=bool(hermitian))
 
 
@@ -237,7 +238,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):  # noqa: A002 (numpy's
     'fro', 'nuc', 1, -1, 2, -2, inf, -inf. With ``axis=None`` and ``ord=None`` the
     2-norm of the flattened array.
     """
-    x, = _inexact("jnp.linalg.norm", x)
+    x, = promote_inexact_args("jnp.linalg.norm", x)
     ndim = _ndim(x)
     if axis is None:
         if ord is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minijax import numpy as jnp
-from minijax.numpy._promote import _check_args, promote_dtypes_inexact
+from minijax.numpy._promote import check_args, promote_dtypes_inexact
 
 __all__ = ["vq"]
 
@@ -17,7 +17,7 @@ def vq(obs, code_book, check_finite: bool = True):
     (Array([0, 1], dtype=int32), Array([1.4142135, 1.       ], dtype=float32))
     """
     del check_finite
-    _check_args("scipy.cluster.vq.vq", (obs, code_book))
+    check_args("scipy.cluster.vq.vq", (obs, code_book))
     obs, code_book = promote_dtypes_inexact(jnp.asarray(obs), jnp.asarray(code_book))
     if obs.ndim != code_book.ndim:
         raise ValueError("Observation and code_book should have the same rank")

@@ -14,7 +14,7 @@ from minijax.core.trace import get_aval
 from minijax.lax import linalg as lax_linalg
 from minijax.lax.linalg.lu import lu_solve as _lu_solve_factors
 from minijax.numpy._reductions import _check_arraylike
-from minijax.numpy.linalg._common import _inexact
+from minijax.numpy.linalg._common import promote_inexact_args
 from minijax.scipy.linalg._common import (_check_square, _complex_dtype, _mH, _mm, _shape,
                                           _vector_signature)
 from minijax.stages.jit import jit
@@ -24,7 +24,7 @@ from minijax.stages.jit import jit
 
 @jit(static_argnames=("lower",))
 def _cholesky(a, lower: bool):
-    a, = _inexact("cholesky", a)
+    a, = promote_inexact_args("cholesky", a)
     factor = lax_linalg.cholesky(a if lower else _mH(a), symmetrize_input=False)
     return factor if lower else _mH(factor)
 
@@ -68,7 +68,7 @@ def _vector_or_matrix(fun, signature: str):
 
 @jit(static_argnames=("lower",))
 def _cho_solve(c, b, lower: bool):
-    c, b = _inexact("cho_solve", c, b)
+    c, b = promote_inexact_args("cho_solve", c, b)
     sig = _vector_signature("cho_solve", c, b)
     return _vector_or_matrix(partial(_cho_solve_2d, lower=lower), sig)(c, b)
 
@@ -89,7 +89,7 @@ _TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, 
 @jit(static_argnames=("trans", "lower", "unit_diagonal"))
 def _solve_triangular(a, b, trans, lower: bool, unit_diagonal: bool):
     transpose_a, conjugate_a = _TRANS[trans]
-    a, b = _inexact("solve_triangular", a, b)
+    a, b = promote_inexact_args("solve_triangular", a, b)
     sig = _vector_signature("solve_triangular", a, b)
     fun = partial(_tri_solve, lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
                   unit_diagonal=unit_diagonal)
@@ -132,7 +132,7 @@ def _pos_solve_2d(a, b, lower: bool):
 def _solve(a, b, assume_a: str, lower: bool):
     if assume_a != "pos":
         return jnp.linalg.solve(a, b)
-    a, b = _inexact("solve", a, b)
+    a, b = promote_inexact_args("solve", a, b)
     a_shape, b_shape = _shape(a), _shape(b)
     _check_square("solve", a)
     vector = len(b_shape) == len(a_shape) - 1
@@ -162,7 +162,7 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     """``(lu, piv)``: the packed LU factors of ``a`` ``[..., m, n]`` and LAPACK's 0-based
     row swaps, for ``lu_solve``."""
     del overwrite_a, check_finite
-    a, = _inexact("lu_factor", a)
+    a, = promote_inexact_args("lu_factor", a)
     lu_, pivots, _ = lax_linalg.lu(a)
     return lu_, pivots
 
@@ -173,7 +173,7 @@ def _lu_solve_2d(lu_, perm, b, trans: int):
 
 @jit(static_argnames=("trans",))
 def _lu_solve(lu_, pivots, b, trans: int):
-    lu_, b = _inexact("lu_solve", lu_, b)
+    lu_, b = promote_inexact_args("lu_solve", lu_, b)
     m = _shape(lu_)[-2]
     perm = lax_linalg.lu_pivots_to_permutation(pivots, m)
     sig = _vector_signature("lu_solve", lu_, b)
@@ -198,7 +198,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
 
 @jit(static_argnames=("permute_l",))
 def _lu(a, permute_l: bool):
-    a, = _inexact("lu", a)
+    a, = promote_inexact_args("lu", a)
     m, n = _shape(a)[-2:]
     k = min(m, n)
     packed, _, perm = lax_linalg.lu(a)
@@ -222,7 +222,7 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
 
 @jit(static_argnames=("mode", "pivoting"))
 def _qr(a, mode: str, pivoting: bool):
-    a, = _inexact("qr", a)
+    a, = promote_inexact_args("qr", a)
     q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
     if mode == "r":
         return (r, p[0]) if pivoting else (r,)
@@ -242,7 +242,7 @@ def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: b
 
 @jit(static_argnames=("mode", "pivoting", "conjugate"))
 def _qr_multiply(a, c, mode: str, pivoting: bool, conjugate: bool):
-    a, c = _inexact("qr_multiply", a, c)
+    a, c = promote_inexact_args("qr_multiply", a, c)
     onedim = get_aval(c).ndim == 1
     if onedim:
         c = c[:, None] if mode == "left" else c[None, :]
@@ -295,7 +295,7 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
 
 @jit(static_argnames=("full_matrices", "compute_uv"))
 def _svd(a, full_matrices: bool, compute_uv: bool):
-    a, = _inexact("svd", a)
+    a, = promote_inexact_args("svd", a)
     return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
@@ -321,7 +321,7 @@ def inv(a, overwrite_a: bool = False, check_finite: bool = True):
 
 @jit(static_argnames=("lower", "eigvals_only"))
 def _eigh(a, lower: bool, eigvals_only: bool):
-    a, = _inexact("eigh", a)
+    a, = promote_inexact_args("eigh", a)
     v, w = lax_linalg.eigh(a, lower=lower)
     return w if eigvals_only else (w, v)
 
@@ -397,7 +397,7 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
 
 @jit(static_argnames=("output",))
 def _schur(a, output: str):
-    a, = _inexact("schur", a)
+    a, = promote_inexact_args("schur", a)
     if output == "complex":
         a = a.astype(_complex_dtype(a.dtype))
     return lax_linalg.schur(a)
@@ -414,7 +414,7 @@ def schur(a, output: str = "real"):
 
 @jit(static_argnames=("calc_q",))
 def _hessenberg(a, calc_q: bool):
-    a, = _inexact("hessenberg", a)
+    a, = promote_inexact_args("hessenberg", a)
     n = _check_square("hessenberg", a)
     if n == 0:
         return (jnp.zeros_like(a), jnp.zeros_like(a)) if calc_q else jnp.zeros_like(a)
@@ -455,7 +455,7 @@ def _polar_2d(a, side: str, method: str):
 
 @jit(static_argnames=("side", "method"))
 def _polar(a, side: str, method: str):
-    a, = _inexact("polar", a)
+    a, = promote_inexact_args("polar", a)
     sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
     return jnp.vectorize(partial(_polar_2d, side=side, method=method), signature=sig)(a)
 

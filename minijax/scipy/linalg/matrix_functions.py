@@ -14,7 +14,7 @@ from minijax.core import dtypes
 from minijax.core.trace import get_aval
 from minijax.numpy._promote import promote_dtypes_inexact
 from minijax.numpy._reductions import _check_arraylike
-from minijax.numpy.linalg._common import _inexact
+from minijax.numpy.linalg._common import promote_inexact_args
 from minijax.scipy.linalg._common import _complex_dtype, _mH, _mm, _shape
 from minijax.scipy.linalg.decompositions import _schur, _tri_solve, schur, solve_triangular
 from minijax.stages.jit import jit
@@ -90,7 +90,7 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     Pade approximants (degrees up to 13 in double precision, 7 in single). NaN when more
     than ``max_squarings`` squarings would be needed. ``upper_triangular`` solves the
     Pade system by back substitution."""
-    A, = _inexact("expm", A)
+    A, = promote_inexact_args("expm", A)
     if get_aval(A).ndim < 2 or _shape(A)[-1] != _shape(A)[-2]:
         raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={_shape(A)}.")
     fun = partial(_expm_2d, upper_triangular=upper_triangular, max_squarings=max_squarings)
@@ -304,7 +304,7 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
     ``[..., n, n]``, ``C`` ``[..., m, n]``: Bartels-Stewart on the complex Schur forms
     (``method='schur'``) or by eigendecomposition (``'eigen'``). NaN when an eigenvalue
     of ``A`` plus one of ``B`` is within ``tol`` of zero."""
-    A, B, C = _inexact("solve_sylvester", A, B, C)
+    A, B, C = promote_inexact_args("solve_sylvester", A, B, C)
     m, n = _shape(C)[-2:]
     if _shape(A)[-2:] != (m, m) or _shape(B)[-2:] != (n, n):
         raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {_shape(A)}\n"

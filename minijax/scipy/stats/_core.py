@@ -12,7 +12,7 @@ from minijax import lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.lax.shape import canonicalize_axis
-from minijax.numpy._promote import _check_args, ensure_array, promote_args_inexact
+from minijax.numpy._promote import check_args, ensure_array, promote_args_inexact
 from minijax.stages.jit import jit
 from minijax.api.vmap import vmap
 
@@ -68,7 +68,7 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
 
     >>> mode(jnp.array([2, 4, 1, 1, 3, 4, 4, 2, 3]))   # ModeResult(mode=4, count=3)
     """
-    (a,) = _check_args("mode", (a,))
+    (a,) = check_args("mode", (a,))
     _check_nan_policy(nan_policy, "mode")
     return _mode(ensure_array(a), axis, keepdims)
 
@@ -172,7 +172,7 @@ def rankdata(a, method: str = "average", *, axis: int | None = None,
 
     >>> rankdata(jnp.array([1, 3, 2, 3]))   # [1. , 3.5, 2. , 3.5]
     """
-    (a,) = _check_args("rankdata", (a,))
+    (a,) = check_args("rankdata", (a,))
     _check_nan_policy(nan_policy, "rankdata")
     if method not in ("average", "min", "max", "dense", "ordinal"):
         raise ValueError(f"unknown method '{method}'")
@@ -199,5 +199,5 @@ def sem(a, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate", *
 
     >>> sem(jnp.array([2, 4, 1, 1, 3, 4, 4, 2, 3]))   # 0.41
     """
-    (a,) = _check_args("sem", (a,))
+    (a,) = check_args("sem", (a,))
     return _sem(ensure_array(a), ddof, axis, nan_policy, keepdims)

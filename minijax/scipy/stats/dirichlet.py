@@ -8,7 +8,7 @@ from minijax import lax
 from minijax import numpy as jnp
 from minijax.numpy._promote import promote_dtypes_inexact
 from minijax.scipy import special
-from minijax.numpy._math import _const as const
+from minijax.numpy._math import scalar_like as const
 
 __all__ = ["logpdf", "pdf"]
 

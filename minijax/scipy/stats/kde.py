@@ -11,7 +11,7 @@ from minijax import lax
 from minijax import numpy as jnp
 from minijax import random
 from minijax.api.vmap import vmap
-from minijax.numpy._promote import _check_args, promote_dtypes_inexact
+from minijax.numpy._promote import check_args, promote_dtypes_inexact
 from minijax.scipy import special
 from minijax.stages.jit import jit
 from minijax._pytree import register_pytree_node_class
@@ -107,7 +107,7 @@ class gaussian_kde:  # noqa: N801  (jax's name)
     inv_cov: object
 
     def __init__(self, dataset, bw_method=None, weights=None):
-        _check_args("gaussian_kde", (dataset,))
+        check_args("gaussian_kde", (dataset,))
         dataset = jnp.atleast_2d(dataset)
         if _is_complex(dataset):
             raise NotImplementedError("gaussian_kde does not support complex data")
@@ -115,7 +115,7 @@ class gaussian_kde:  # noqa: N801  (jax's name)
             raise ValueError("`dataset` input should have multiple elements.")
         d, n = dataset.shape
         if weights is not None:
-            _check_args("gaussian_kde", (weights,))
+            check_args("gaussian_kde", (weights,))
             dataset, weights = promote_dtypes_inexact(dataset, weights)
             weights = jnp.atleast_1d(weights)
             weights = weights / jnp.sum(weights)
@@ -184,7 +184,7 @@ class gaussian_kde:  # noqa: N801  (jax's name)
 
     def evaluate(self, points):
         """The estimated density at ``points`` (``(d, m)``, or ``(m,)`` when ``d = 1``)."""
-        _check_args("evaluate", (points,))
+        check_args("evaluate", (points,))
         points = self._reshape_points(points)
         return _kernel_sums(False, self.dataset.T, self.weights[:, None], points.T,
                             self.inv_cov)[:, 0]
@@ -198,7 +198,7 @@ class gaussian_kde:  # noqa: N801  (jax's name)
 
     def logpdf(self, x):
         """The log of the estimated density at ``x`` (by logsumexp, accurate in the tails)."""
-        _check_args("logpdf", (x,))
+        check_args("logpdf", (x,))
         x = self._reshape_points(x)
         return _kernel_sums(True, self.dataset.T, self.weights[:, None], x.T,
                             self.inv_cov)[:, 0]

@@ -6,7 +6,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.numpy._promote import promote_args_inexact
-from minijax.numpy._math import _const as const
+from minijax.numpy._math import scalar_like as const
 
 __all__ = ["logpdf", "pdf"]
 
