@@ -13,12 +13,16 @@ from typing import Any
 import numpy as np
 
 from minijax.core import dtypes as _dt
-from minijax.core.dtypes import (ExtendedDType, bfloat16, extended,  # noqa: F401 (re-export)
+from minijax.core.dtypes import (ExtendedDType, extended,  # noqa: F401 (re-export)
                                  float0, prng_key)
 from minijax.core.errors import TypePromotionError
 from minijax.numpy._dtypes_api import _typed, finfo, iinfo
 from minijax.numpy._dtypes_api import issubdtype as _issubdtype
 from minijax.random._keys import KeyTy
+
+# the scalar type, as jax.dtypes.bfloat16 (``isinstance(x, bfloat16)`` works; it compares
+# equal to the dtype)
+bfloat16 = _dt.bfloat16.type
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo",
            "float0", "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type",

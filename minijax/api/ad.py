@@ -13,10 +13,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.trace import DebugInfo, eval_jaxpr, get_aval, made_in_trace, trace_to_jaxpr
+from minijax.core.aval import ShapedArray
+from minijax.core.trace import (DebugInfo, Tracer, eval_jaxpr, get_aval, made_in_trace,
+                                trace_to_jaxpr)
 from minijax.core.traceback_util import api_boundary
 from minijax.api.naming import GRAD_DOC, VALUE_AND_GRAD_DOC, index_or_tuple, wraps
-from minijax.stages.common import fun_name
+from minijax.stages.common import abstractify, fun_name
 from minijax.lax.convert import convert_element_type
 from minijax.runtime.transfer import device_put
 from minijax.transforms.ad import (UndefinedPrimal, Zero, backward_pass, instantiate, jvp_flat,
@@ -64,8 +66,9 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
 
     outs, touts = jvp_flat(flat_fun, p_flat, t_flat)
     out_tree = aux_box[0]
-    outs = [_as_array(o) for o in outs]
-    touts = [_as_array(instantiate(t)) for t in touts]
+    # as jax: outputs come back as the function made them (a Python float stays one); only
+    # symbolic zero tangents are made arrays
+    touts = [_as_array(instantiate(t)) if type(t) is Zero else t for t in touts]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, touts))
     if has_aux:
         return res + (aux_box[1],)
@@ -87,11 +90,14 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 "(output, aux)")
             out, aux = out
-            aux_leaves, aux_tree = tree_flatten(aux)
-            box.append(aux_tree)
+            aux_all, aux_tree = tree_flatten(aux)
+            # traced aux values are extra (non-differentiated) outputs, so they come out
+            # concrete; any other leaf (a string, a concrete array) is handed back as is
+            traced = [isinstance(a, Tracer) for a in aux_all]
+            aux_leaves = [a for a, t in zip(aux_all, traced) if t]
+            box.append((aux_tree, aux_all, traced))
         leaves, tree = tree_flatten(out)
         box.insert(0, (tree, len(leaves)))
-        # aux values are extra (non-differentiated) outputs, so they come out concrete.
         return leaves + aux_leaves
 
     outs, lin, residuals = linearize_flat(flat_fun, p_flat, fun_name(fun))
@@ -103,9 +109,12 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                          [tangent_aval(get_aval(p)) for p in p_flat],
                          [tangent_aval(get_aval(a)) for a in aux_vals])
     vjp_fn = Partial(spec, *residuals)
-    primal_out = tree_unflatten(out_tree, [_as_array(o) for o in outs])
+    primal_out = tree_unflatten(out_tree, outs)  # as the function made them (as jax)
     if has_aux:
-        return primal_out, vjp_fn, tree_unflatten(box[1], [_as_array(a) for a in aux_vals])
+        aux_tree, aux_all, traced = box[1]
+        it = iter(aux_vals)
+        aux = [_as_array(next(it)) if t else a for a, t in zip(aux_all, traced)]
+        return primal_out, vjp_fn, tree_unflatten(aux_tree, aux)
     return primal_out, vjp_fn
 
 
@@ -298,7 +307,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         one = np.ones((), oa.dtype)
         if oa.weak_type:  # as jax: the cotangent 1 has the output's weak type (so has g)
             py_one = 1.0 if dtypes.is_float(oa.dtype) else complex(1.0)
-            one = py_one if get_aval(py_one).dtype == oa.dtype else \
+            # an array (as jax's seed), written as a literal in a traced jaxpr
+            one = _as_array(py_one) if get_aval(py_one).dtype == oa.dtype else \
                 convert_element_type(one, oa.dtype, weak_type=True)
         g = pullback(one)
         g = g[0] if isinstance(argnums, int) else tuple(g)
@@ -337,7 +347,8 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
     if reduce_axes:
         raise NotImplementedError("reduce_axes argument to transpose is deprecated")
     p_flat, in_tree = tree_flatten(primals)
-    in_avals = [get_aval(x) for x in p_flat]
+    # only shapes and dtypes matter: avals and ShapeDtypeStructs stand for arrays (as jax)
+    in_avals = [x if isinstance(x, ShapedArray) else abstractify(x) for x in p_flat]
     box = []
 
     def flat_fun(*xs):

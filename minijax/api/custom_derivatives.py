@@ -33,9 +33,10 @@ from minijax.runtime.memory_kinds import ALWAYS_COPY
 from minijax.api.vmap import vmap
 from minijax.api.naming import wraps
 from minijax.stages.common import fun_name
-from minijax.transforms.ad import (JVPTrace, JVPTracer, PartialEvalTrace, Zero, instantiate,
-                                   is_undefined, jvp_jaxpr, partial_eval_jaxpr, tangent_aval,
-                                   transpose_jaxpr, zeros_like_aval)
+from minijax.transforms.ad import (JVPTrace, PartialEvalTrace, Zero, instantiate,
+                                   is_undefined, jvp_jaxpr, maybe_jvp_tracer,
+                                   partial_eval_jaxpr, tangent_aval, transpose_jaxpr,
+                                   zeros_like_aval)
 from minijax.transforms.batching import BatchTrace, batch_jaxpr, bdim_at
 from minijax._pytree import (PrefixMismatchError, broadcast_prefix, register_pytree_node,
                              tree_flatten, tree_unflatten, treedef_children)
@@ -107,7 +108,32 @@ def _lower_inline(ctx, *args, call_jaxpr, **_):
 
 # ---- custom_jvp ----------------------------------------------------------------------------
 
-custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+class _JaxprFun:
+    """A closed jaxpr as a function (``fun(*args)`` or jax's ``fun.call_wrapped(*args)``)."""
+
+    def __init__(self, closed):
+        self.closed = closed
+
+    def call_wrapped(self, *args):
+        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+
+    __call__ = call_wrapped
+
+
+class _CustomJVPCallPrimitive(Primitive):
+    """``custom_jvp_call``: as jax's, ``get_bind_params`` gives an interpreter of jaxprs the
+    call as ``subfuns=(fun, jvp)`` (``fun.call_wrapped(*args)`` runs it); binding with
+    them uses the params as they were."""
+
+    def get_bind_params(self, params: dict) -> dict:
+        jvp = params["jvp"]
+        return dict(params, subfuns=(_JaxprFun(params["call_jaxpr"]), jvp))
+
+    def bind(self, *args, subfuns=None, **params):
+        return super().bind(*args, **params)
+
+
+custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
 custom_jvp_call_p.def_lowering(_lower_inline)
 
@@ -230,7 +256,7 @@ class custom_jvp:
                 with use_trace(trace.parent):
                     out, tout = jvp_flat([p for p, _ in pairs], [t for _, t in pairs])
                 return tree_unflatten(jvp_flat.out_tree[0],
-                                      [JVPTracer(trace, o, t) for o, t in zip(out, tout)])
+                                      [maybe_jvp_tracer(trace, o, t) for o, t in zip(out, tout)])
             tr = _trace_fun(self.fun, args, nums)
             outs = custom_jvp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed,
                                           jvp=self._flat_jvp(nondiff, in_tree, tr.out_tree),
@@ -310,25 +336,33 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
 
 
 def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp, num_consts, name):
-    # Batch everything at axis 0; the user's jvp is vmapped over the same axis.
+    # The batched operands at axis 0, the others left unbatched (as jax: a value the
+    # function closes over, a predicate made unbatched, stays so inside); the outputs and
+    # the user's jvp, vmapped over the same axes, batched at 0.
     size = trace.axis_size
-    vals = [bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
-    batched, _ = batch_jaxpr(call_jaxpr, [0] * len(vals), size, trace.axis_name,
-                             instantiate=True)
+    axes = [None if d is None else 0 for d in dims]
+    vals = [v if d is None else bdim_at(v, d, size, 0) for v, d in zip(vals, dims)]
+    batched, _ = batch_jaxpr(call_jaxpr, axes, size, trace.axis_name, instantiate=True)
+
+    arg_axes = axes[num_consts:]  # the rule sees the operands after the consts
 
     def batched_jvp(primals, tangents):
         # symbolic zero tangents stay symbolic (unbatched) for the rule; its tangents out
         # are instantiated to come out of the vmap
+        axes = arg_axes
         nz = [type(t) is not Zero for t in tangents]
-        zeros = [None if n else Zero(t.aval.update(shape=t.aval.shape[1:]))
-                 for n, t in zip(nz, tangents)]
+        zeros = [None if n else Zero(t.aval if ax is None else
+                                     t.aval.update(shape=t.aval.shape[1:]))
+                 for n, t, ax in zip(nz, tangents, axes)]
 
         def one(p, t_nz):
             it = iter(t_nz)
             out, tout = jvp(list(p), [next(it) if n else z for n, z in zip(nz, zeros)])
             return tuple(out), tuple(instantiate(t) for t in tout)
 
-        return vmap(one)(primals, [t for t in tangents if type(t) is not Zero])
+        t_axes = [ax for ax, n in zip(axes, nz) if n]
+        return vmap(one, in_axes=(list(axes), t_axes), axis_size=size)(
+            list(primals), [t for t in tangents if type(t) is not Zero])
 
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
                                   num_consts=num_consts, name=name)
@@ -401,7 +435,7 @@ class custom_vjp:
                                                      call_jaxpr=None, fwd=fwd_flat, bwd=bwd_flat,
                                                      num_consts=0, name=name)
                 return tree_unflatten(out_tree[0],
-                                      [JVPTracer(trace, o, t) for o, t in zip(out, tout)])
+                                      [maybe_jvp_tracer(trace, o, t) for o, t in zip(out, tout)])
             tr = _trace_fun(fun, args, nums)
             fwd_flat, bwd_flat, _ = self._flat_rules(nondiff, flat, in_tree, tr.out_tree)
             outs = custom_vjp_call_p.bind(*tr.consts, *tr.flat, call_jaxpr=tr.closed,
@@ -452,7 +486,7 @@ class custom_vjp:
             return _bwd_cotangents(name, res, in_avals, in_tree)
 
         fwd_flat.__name__, bwd_flat.__name__ = fun_name(fwd), fun_name(bwd)  # for jaxprs
-        fwd_flat.symbolic_zeros = self.symbolic_zeros
+        fwd_flat.symbolic_zeros = bwd_flat.symbolic_zeros = self.symbolic_zeros
         return fwd_flat, bwd_flat, box
 
 

@@ -61,13 +61,42 @@ _LEAF = object()  # a placeholder leaf, to match out_axes against the output str
 
 
 class _Compiled:
-    __slots__ = ("exe", "out_tree", "out_avals", "devices")
+    __slots__ = ("exe", "out_tree", "out_avals", "devices", "text")
 
-    def __init__(self, exe: ReplicatedExecutable, out_tree, out_avals, devices):
+    def __init__(self, exe: ReplicatedExecutable, out_tree, out_avals, devices, text=""):
         self.exe = exe
         self.out_tree = out_tree
         self.out_avals = out_avals
         self.devices = devices
+        self.text = text
+
+
+class PmapLowered:
+    """``pmap(f).lower(*args)``: the replicated program for arguments like ``args``
+    (``as_text()``, its StableHLO), and ``compile()`` (as jax's ``Lowered`` of a pmap; the
+    program is compiled when lowered, the executable cached for calls of the pmap)."""
+
+    def __init__(self, pmapped: Pmapped, compiled: _Compiled):
+        self._pmapped, self._compiled = pmapped, compiled
+
+    def as_text(self, dialect: str | None = None, **kwargs) -> str:
+        del dialect, kwargs
+        return str(self._compiled.text)
+
+    def compile(self, compiler_options=None) -> PmapCompiled:
+        del compiler_options
+        return PmapCompiled(self._pmapped, self._compiled)
+
+
+class PmapCompiled:
+    """``pmap(f).lower(*args).compile()``: called with arguments like those it was lowered
+    for, it runs the compiled replicated program."""
+
+    def __init__(self, pmapped: Pmapped, compiled: _Compiled):
+        self._pmapped, self._compiled = pmapped, compiled
+
+    def __call__(self, *args, **kwargs):
+        return self._pmapped(*args, **kwargs)
 
 
 class Pmapped:
@@ -133,6 +162,25 @@ class Pmapped:
         statics, dyn, in_axes = self._split(args)
         if trace_state.trace is not EVAL_TRACE:
             return self._call_traced(statics, dyn, in_axes, kwargs)
+        compiled, leaves, local, axes, devices = self._compiled_for(statics, dyn, in_axes,
+                                                                    kwargs)
+        shards = [self._shard(x, a, ax, devices) for x, a, ax in zip(leaves, local, axes)]
+        outs = compiled.exe.execute(shards)
+        tree = compiled.out_tree.unflatten([_LEAF] * len(outs))
+        out_axes = _flatten_axes("out_axes", self._out_axes, tree)
+        results = [self._gather(o, a, ax) for o, a, ax in zip(outs, compiled.out_avals,
+                                                                  out_axes)]
+        return compiled.out_tree.unflatten(results)
+
+    @api_boundary
+    def lower(self, *args, **kwargs) -> PmapLowered:
+        """The program for arguments like ``args`` (arrays or ShapeDtypeStructs), as
+        jax's ``pmap(f).lower``."""
+        statics, dyn, in_axes = self._split(args)
+        compiled = self._compiled_for(statics, dyn, in_axes, kwargs)[0]
+        return PmapLowered(self, compiled)
+
+    def _compiled_for(self, statics, dyn, in_axes, kwargs):
         leaves, in_tree = tree_flatten((dyn, kwargs))
         n_pos = len(tree_flatten(dyn)[0])
         axes = _flatten_axes("in_axes", in_axes, dyn) + [0] * (len(leaves) - n_pos)
@@ -147,13 +195,7 @@ class Pmapped:
         if compiled is None:
             compiled = self._cache[key] = self._compile(statics, in_tree, local, size,
                                                         devices)
-        shards = [self._shard(x, a, ax, devices) for x, a, ax in zip(leaves, local, axes)]
-        outs = compiled.exe.execute(shards)
-        tree = compiled.out_tree.unflatten([_LEAF] * len(outs))
-        out_axes = _flatten_axes("out_axes", self._out_axes, tree)
-        results = [self._gather(o, a, ax) for o, a, ax in zip(outs, compiled.out_avals,
-                                                                  out_axes)]
-        return compiled.out_tree.unflatten(results)
+        return compiled, leaves, local, axes, devices
 
     def _call_traced(self, statics, dyn, in_axes, kwargs):
         """Under another transformation: the same values as ``vmap`` with the axis name."""
@@ -221,7 +263,7 @@ class Pmapped:
                                 num_replicas=size, axis_env=env)
         out_avals = entry.closed.out_avals
         exe = compile_replicated(text, devices, out_avals=out_avals)
-        return _Compiled(exe, entry.out_tree, out_avals, devices)
+        return _Compiled(exe, entry.out_tree, out_avals, devices, text)
 
     @staticmethod
     def _shard(x: Any, aval: ShapedArray, ax: int | None, devices) -> list:

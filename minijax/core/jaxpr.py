@@ -93,6 +93,12 @@ class JaxprEqn:
         self.ctx = ctx
         self.source = source
 
+    @property
+    def effects(self) -> frozenset:
+        """The effects of this equation (its primitive's and its sub-jaxprs'), as jax's
+        ``eqn.effects``."""
+        return eqn_effects(self)
+
     def replace(self, **kw) -> JaxprEqn:
         new = JaxprEqn(self.primitive, self.invars, self.outvars, self.params, self.ctx,
                        self.source)

@@ -26,13 +26,14 @@ Lowering a limit trims the existing caches at once. Example::
 from __future__ import annotations
 
 import collections
+import functools
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from minijax.config import config
 
-__all__ = ["LRUCache", "MemoCache", "clear_all"]
+__all__ = ["LRUCache", "MemoCache", "clear_all", "weak_memo"]
 
 _live: dict[str, weakref.WeakValueDictionary] = {}  # flag -> {id: cache} it bounds
 
@@ -108,6 +109,30 @@ class MemoCache(LRUCache):
     __slots__ = ()
 
     get = collections.OrderedDict.get
+
+
+def weak_memo(key: Callable[[], tuple] = tuple,
+              flag: str = "minijax_memo_cache_size") -> Callable:
+    """Memoize ``fn(obj, *rest)`` on the identity of ``obj`` (held weakly: its entries go
+    when it does), the hashable ``rest`` and ``key()`` (the state the result depends on,
+    such as the config's trace key). Transforms of a jaxpr memoized this way give the
+    same jaxpr object each time, so what is derived from them in turn is memoized too
+    (jax's ``weakref_lru_cache``)."""
+    def deco(fn: Callable) -> Callable:
+        cache = MemoCache(flag)
+
+        @functools.wraps(fn)
+        def memoized(obj, *rest):
+            k = (id(obj), rest, key())
+            hit = cache.get(k)
+            if hit is not None and hit[0]() is obj:
+                return hit[1]
+            value = fn(obj, *rest)
+            cache[k] = (weakref.ref(obj, lambda _, k=k: cache.pop(k, None)), value)
+            return value
+        memoized.cache = cache
+        return memoized
+    return deco
 
 
 def _trim_all(flag: str) -> None:

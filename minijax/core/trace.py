@@ -277,6 +277,12 @@ class Primitive:
             process_exception(e)
             raise
 
+    def get_bind_params(self, params: dict) -> dict:
+        """The params to re-bind an equation of this primitive with (jax's: an
+        interpreter of jaxprs calls ``prim.bind(*ins, **prim.get_bind_params(eqn.params))``);
+        minijax's equations bind with their params as they are."""
+        return dict(params)
+
     # decorators to attach rules
     def def_impl(self, fn):
         self.impl = fn
@@ -539,6 +545,12 @@ class Trace:
 
     def concrete_value(self, tracer: Tracer, what: str):
         raise ConcretizationTypeError(f"{what} needs a concrete value")
+
+    @property
+    def main(self) -> Trace:
+        """An identity for this trace, the same for all its tracers (jax's ``trace.main``,
+        kept there for libraries that compare ``x._trace.main is main``)."""
+        return self
 
     def is_ancestor_of_or_self(self, other: Trace) -> bool:
         t = other

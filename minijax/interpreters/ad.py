@@ -22,7 +22,14 @@ __all__ = ["JVPTrace", "JVPTracer", "UndefinedPrimal", "Zero", "add_jaxvals", "a
            "get_primitive_transpose", "instantiate_zeros", "is_undefined_primal",
            "linearize", "primitive_jvps", "primitive_transposes", "zeros_like_aval"]
 
-primitive_jvps = RuleRegistry("jvp")
+def _jvp_with_tuples(prim: Primitive, rule: Callable) -> Callable:
+    # jax gives a jvp rule its primals and tangents as tuples
+    def jvp(primals, tangents, **params):
+        return rule(tuple(primals), tuple(tangents), **params)
+    return jvp
+
+
+primitive_jvps = RuleRegistry("jvp", _jvp_with_tuples)
 primitive_transposes = RuleRegistry("transpose")
 add_jaxvals_p = add_any_p
 

@@ -1,11 +1,13 @@
 """``jax.interpreters.batching``: vmap rules of primitives, registered on minijax's.
 
 A rule in ``primitive_batchers`` is ``rule(batched_args, batch_dims, **params) ->
-(out, out_dim)`` (``not_mapped``, i.e. None, for an unbatched value; not called when
-nothing is batched); one in ``axis_primitive_batchers`` also gets the axis first, as
-jax's: ``rule(axis_size, axis_name, None, batched_args, batch_dims, **params)``; one in
-``fancy_primitive_batchers`` gets ``rule(axis_data, batched_args, batch_dims,
-**params)``, ``axis_data`` with ``size`` and ``name``.
+(out, out_dim)`` (``not_mapped``, i.e. None, for an unbatched value); the operands and their batch
+dimensions come as tuples, as jax gives them; one in
+``axis_primitive_batchers`` also gets the axis first, in jax's older convention:
+``rule(axis_size, axis_name, trace_type, batched_args, batch_dims, **params)``; one in
+``fancy_primitive_batchers`` is ``rule(axis_data, batched_args, batch_dims, **params)``,
+``axis_data`` with ``size`` and ``name``. Rules of these two are called even when no
+operand is batched, as jax calls them.
 """
 
 from __future__ import annotations
@@ -33,25 +35,33 @@ class AxisData(NamedTuple):
 
 
 def _plain(prim: Primitive, rule: Callable) -> Callable:
+    prim.rules.pop("batch_always", None)
+
     def batch(trace, vals, dims, **params):
         if all(d is not_mapped for d in dims):  # as jax: nothing batched, bind as is
             out = prim.bind(*vals, **params)
             return (out, [not_mapped] * len(out)) if prim.multiple_results else (out, not_mapped)
-        return rule(vals, dims, **params)
+        return rule(tuple(vals), tuple(dims), **params)
     return batch
 
 
 def _with_axis(prim: Primitive, rule: Callable) -> Callable:
-    # jax's (older) convention: rule(axis_size, axis_name, trace_type, vals, dims), the
-    # trace type given as None
+    # jax's older convention ``rule(axis_size, axis_name, trace_type, vals, dims)``,
+    # called (as in jax) even when no operand is batched.
+    prim.rules["batch_always"] = True
+
     def batch(trace, vals, dims, **params):
-        return rule(trace.axis_size, trace.axis_name, None, vals, dims, **params)
+        return rule(trace.axis_size, trace.axis_name, None, tuple(vals), tuple(dims), **params)
     return batch
 
 
 def _fancy(prim: Primitive, rule: Callable) -> Callable:
+    # ``rule(axis_data, vals, dims)``, called (as in jax) even when no operand is batched.
+    prim.rules["batch_always"] = True
+
     def batch(trace, vals, dims, **params):
-        return rule(AxisData(trace.axis_name, trace.axis_size), vals, dims, **params)
+        return rule(AxisData(trace.axis_name, trace.axis_size), tuple(vals), tuple(dims),
+                    **params)
     return batch
 
 

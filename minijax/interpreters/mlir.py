@@ -18,14 +18,30 @@ import numpy as np
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import DebugInfo, Primitive, trace_to_jaxpr
 from minijax.lowering.builder import Value
+from minijax.lowering.host_callback import emit_python_callback as _emit_python_callback
 from minijax.lowering.lower import RuleContext
 
-__all__ = ["LoweringRuleContext", "Value", "ir_constant", "lower_fun", "register_lowering"]
+__all__ = ["LoweringRuleContext", "ModuleContext", "Value", "emit_python_callback",
+           "ir_constant", "lower_fun", "register_lowering"]
+
+
+class ModuleContext:
+    """The module a jax-style lowering rule adds to (``ctx.module_context``)."""
+
+    platforms = ("cpu",)
+
+    def __init__(self, module):
+        self.module = module
+
+    def add_keepalive(self, keepalive: Any) -> None:
+        """Nothing to do: the module's ``host_callbacks`` keep the callables that
+        ``emit_python_callback`` emits alive with its executable (its keepalive is None)."""
+        del keepalive
 
 
 class LoweringRuleContext:
-    """What a jax-style lowering rule is given: ``avals_in``, ``avals_out`` (and minijax's
-    own rule context as ``minijax_ctx``)."""
+    """What a jax-style lowering rule is given: ``avals_in``, ``avals_out``,
+    ``module_context`` (and minijax's own rule context as ``minijax_ctx``)."""
 
     def __init__(self, ctx: RuleContext):
         self.minijax_ctx = ctx
@@ -33,6 +49,7 @@ class LoweringRuleContext:
         self.avals_out = list(ctx.avals_out)
         self.platforms = ("cpu",)
         self.tokens_in = self.tokens_out = None
+        self.module_context = ModuleContext(ctx.module)
 
     def set_tokens_out(self, tokens) -> None:
         self.tokens_out = tokens
@@ -100,6 +117,22 @@ def register_lowering(prim: Primitive, rule: Callable, platform: str | None = No
     prim.def_lowering(lowering)
     prim.__dict__["_jax_lowering"] = (lowering, rule)
     return rule
+
+
+def emit_python_callback(ctx, callback: Callable, token: Any, operands: Sequence,
+                         operand_avals: Sequence, result_avals: Sequence, *,
+                         has_side_effect: bool, returns_token: bool = True,
+                         partitioned: bool = False, sharding: Any = None):
+    """Emit a call of ``callback(*host arrays) -> arrays`` on the host, as jax's (the
+    custom call of ``pure_callback``): ``(results, token, keepalive)``. With a ``token``
+    (an ordered effect) the calls are ordered by minijax's own token, which is returned
+    as it was given."""
+    del operand_avals, returns_token, partitioned
+    results = _emit_python_callback(
+        _minijax_ctx(ctx), callback, list(operands), list(result_avals),
+        has_side_effect=has_side_effect, ordered=token is not None,
+        what=_name(callback), sharding=sharding)
+    return results, token, None
 
 
 def ir_constant(val: Any) -> Any:

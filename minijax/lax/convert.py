@@ -6,8 +6,8 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.aval import ShapedArray
-from minijax.core.trace import Primitive, get_aval
-from minijax.transforms.ad import Zero, tangent_aval
+from minijax.core.trace import Primitive, Tracer, get_aval
+from minijax.transforms.ad import JVPTracer, Zero, tangent_aval
 from minijax.transforms.batching import def_elementwise_batch
 
 convert_element_type_p = Primitive("convert_element_type")
@@ -44,9 +44,16 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     """Convert ``operand`` to ``new_dtype`` (canonicalized for the x64 flag)."""
     new_dtype = dtypes.canonicalize(new_dtype)
     aval = get_aval(operand)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type and hasattr(operand, "aval"):
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and hasattr(operand, "aval") \
+            and not is_concrete_jvp(operand):
         return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def is_concrete_jvp(x) -> bool:
+    """Whether ``x`` is a jvp tracer of a concrete value: jax converts it even to its own
+    dtype (so a Python-number tangent becomes an array, as in ``jvp(lambda x: x + 1)``)."""
+    return type(x) is JVPTracer and not isinstance(x.primal, Tracer)
 
 
 # ---- differentiation rules ---------------------------------------------------------------
@@ -59,6 +66,9 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
     if type(t) is Zero or not dtypes.is_inexact(new_dtype) or \
             not dtypes.is_inexact(get_aval(x).dtype):
         return out, Zero(tangent_aval(out_aval))
+    xa = get_aval(x)
+    if isinstance(t, Tracer) and xa.dtype == new_dtype and xa.weak_type == weak_type:
+        return out, t  # an identity conversion: jax forwards its (traced) tangent
     return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 
 

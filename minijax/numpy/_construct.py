@@ -2,9 +2,9 @@
 ``fromfunction``, ``frombuffer``/``fromstring``, ``from_dlpack``, ``packbits``/
 ``unpackbits``, ``array_repr``/``array_str``.
 
-File I/O (``load``, ``save``, ``savez``, ``fromfile``) and ``fromiter`` exist for NumPy
-compatibility only: they raise ``NotImplementedError`` naming the NumPy function to use
-with ``jnp.asarray`` (a traced computation cannot read or write files).
+``save``/``savez`` are NumPy's and ``load`` wraps NumPy's, as in jax (on concrete arrays
+only). ``fromfile`` and ``fromiter`` exist for NumPy compatibility only: they raise
+``NotImplementedError`` naming the NumPy function to use with ``jnp.asarray``.
 """
 
 from __future__ import annotations
@@ -122,9 +122,26 @@ def _not_io(name: str, alternative: str):
     return f
 
 
-load = _not_io("load", "jnp.asarray(np.load(...))")
-save = _not_io("save", "np.save(file, np.asarray(x))")
-savez = _not_io("savez", "np.savez(file, **{name: np.asarray(x)})")
+# As jax's: saving is NumPy's own (minijax arrays convert to NumPy arrays); loading wraps
+# NumPy's, so a ``.npy`` file comes back as an Array (bfloat16 restored from its void16).
+save = np.save
+savez = np.savez
+
+
+def load(file, *args, **kwargs):
+    """``np.load(file, ...)``, a ``.npy`` array returned as a minijax Array (and bfloat16
+    data, which NumPy stores as void16, restored); ``.npz`` files give NumPy arrays."""
+    out = np.load(file, *args, **kwargs)
+    if isinstance(out, np.ndarray):
+        if out.dtype == "V2":
+            out = out.view(dtypes.bfloat16)
+        try:
+            out = asarray(out)
+        except (TypeError, AssertionError):  # a dtype minijax has no arrays of
+            pass
+    return out
+
+
 fromfile = _not_io("fromfile", "jnp.asarray(np.fromfile(...))")
 
 

@@ -14,6 +14,8 @@ from minijax.core.lru import MemoCache
 from minijax.core.primitives import broadcast_in_dim_p
 from minijax.core.shape_poly import DimExpr
 from minijax.core.trace import Tracer, get_aval, is_python_scalar
+from minijax.lax.convert import is_concrete_jvp
+from minijax.transforms.ad import JVPTracer
 
 
 def typed(x) -> tuple[np.dtype, bool]:
@@ -239,7 +241,8 @@ def _replay(kind: int, fname: str, args: tuple):
     """``args`` promoted and broadcast by the plan for their types (made on first use);
     None when they are not all arrays, tracers and Python scalars."""
     key = [kind]
-    for x in args:
+    jvps = None  # jvp tracers of concrete values: converted even to their own dtype (jax)
+    for i, x in enumerate(args):
         tx = type(x)
         if tx in _SCALARS:
             key.append(tx)
@@ -247,6 +250,8 @@ def _replay(kind: int, fname: str, args: tuple):
         aval = getattr(x, "aval", None)
         if aval is None or isinstance(x, (np.ndarray, np.generic)) or not _plain(tx):
             return None
+        if tx is JVPTracer and is_concrete_jvp(x):
+            jvps = (jvps or []) + [i]
         key.append(aval)
     key = tuple(key)
     plan = _plans.get(key)
@@ -257,6 +262,8 @@ def _replay(kind: int, fname: str, args: tuple):
         _plans[key] = plan
     dt, weak, converts, broadcasts = plan
     out = list(args)
+    if jvps:
+        converts = tuple(sorted(set(converts) | set(jvps)))
     if converts:
         for i in converts:
             x = out[i]

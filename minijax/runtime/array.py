@@ -177,6 +177,16 @@ class Array(_ArrayBase):
         return self._buf._sharding if s is None else s
 
     @property
+    def committed(self) -> bool:
+        """Whether the array is committed to where it is (as jax's ``committed``): laid out
+        over several devices, or on a device other than the default one. An array on the
+        default device alone follows the computations it is used in, as jax's
+        uncommitted arrays do (``stages.common.call_device``)."""
+        if _sharding_of_aval.get(id(self.aval)) is not None:
+            return True
+        return self._buf._sharding._device != _backend.get_backend().default_device
+
+    @property
     def is_fully_addressable(self) -> bool:
         """Whether this process holds every shard."""
         s = _sharding_of_aval.get(id(self.aval))

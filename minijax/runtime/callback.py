@@ -28,7 +28,10 @@ from minijax.runtime.transfer import device_put, put_numpy
 
 __all__ = ["CALL_TARGET", "DeferredErrors", "effects_barrier", "host_callback", "track"]
 
-logger = logging.getLogger("minijax")
+# A failing callback is logged as jax logs it ("jax.pure_callback failed" on the logger
+# "jax._src.callback"): libraries filter those records by name and message (equinox's
+# filter_jit, which re-raises the error itself).
+_callback_logger = logging.getLogger("jax._src.callback")
 
 CALL_TARGET = "xla_ffi_python_cpu_callback"
 
@@ -97,7 +100,8 @@ def _checked_call(fn, result_avals, what) -> Callable:
         try:
             outs = fn(*[_to_host_array(a) for a in args])
         except BaseException:
-            logger.exception("%s failed", what)
+            name = "jax." + what[len("minijax."):] if what.startswith("minijax.") else what
+            _callback_logger.exception("%s failed", name)
             raise
         if len(outs) != len(result_avals):
             raise RuntimeError(f"Mismatched number of outputs from callback. Expected: "

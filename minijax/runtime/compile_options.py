@@ -36,7 +36,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from jaxlib import xla_client
+from jaxlib import _jax, xla_client
 
 __all__ = ["apply", "normalize", "known_options"]
 
@@ -342,7 +342,7 @@ def normalize(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
         elif fields is not None:
             field = fields.get(name)
             if field is None:
-                raise ValueError(_unknown_message(name, fields))
+                raise UnknownCompilerOption(_unknown_message(name, fields))
             value = _check_debug_option(name, value, field)
         else:
             value = _check_exposed(name, value, exposed)
@@ -350,11 +350,18 @@ def normalize(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(out))
 
 
+class UnknownCompilerOption(_jax.JaxRuntimeError, ValueError):
+    """An option name XLA does not know: the ``JaxRuntimeError`` jax raises there (XLA's
+    INVALID_ARGUMENT), raised before compiling; a ``ValueError`` as minijax's other
+    option checks."""
+
+
 def _unknown_message(name: str, fields: Mapping[str, Any]) -> str:
     import difflib
     close = difflib.get_close_matches(name, [*fields, *_BUILD_FLOATS, *_BUILD_LEVELS], n=3)
     hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-    return (f"unknown compiler option {name!r}: not an XLA debug option nor an "
+    return (f"INVALID_ARGUMENT: No such compile option: unknown compiler option {name!r}: "
+            f"not an XLA debug option nor an "
             f"executable build option{hint}")
 
 

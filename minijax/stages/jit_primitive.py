@@ -8,10 +8,11 @@ run eagerly through the same pipeline and executable cache as ``jit`` calls
 from __future__ import annotations
 
 from minijax.core.jaxpr import ClosedJaxpr, JaxprEqn, SameNames, Var
+from minijax.core.lru import weak_memo
 from minijax.core.primitives import jit_p
 from minijax.lax._util import type_error
 from minijax.lowering import tokens
-from minijax.transforms.ad import (Zero, instantiate, is_undefined, jvp_jaxpr,
+from minijax.transforms.ad import (Zero, _trace_state, instantiate, is_undefined, jvp_jaxpr,
                                    partial_eval_jaxpr, tangent_aval, transpose_jaxpr)
 from minijax.transforms.batching import batch_jaxpr
 
@@ -84,21 +85,32 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, donated_invars=(), inline=False,
     return outs[:n], touts
 
 
+@weak_memo(_trace_state)
+def _split_jaxpr(closed: ClosedJaxpr, unknowns: tuple) -> tuple:
+    """``(known jaxpr, unknown jaxpr, residual avals, out_unknown)``, memoized on
+    ``closed`` so that a call split twice gives the same jaxprs (and their transposes,
+    memoized in turn, are traced once)."""
+    pe = partial_eval_jaxpr(closed.jaxpr, list(unknowns))
+    n_known_out = len(pe.known.outvars) - pe.num_res
+    res_avals = tuple(v.aval for v in pe.known.outvars[n_known_out:])
+    return (ClosedJaxpr(pe.known, closed.consts), ClosedJaxpr(pe.unknown, []), res_avals,
+            tuple(pe.out_unknown))
+
+
 def _jit_partial_eval(eqn, unknowns):
     p = eqn.params
-    closed = p["jaxpr"]
-    pe = partial_eval_jaxpr(closed.jaxpr, unknowns)
-    n_known_out = len(pe.known.outvars) - pe.num_res
-    res_vars = [Var(v.aval) for v in pe.known.outvars[n_known_out:]]
-    known_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if not u]
-    unknown_outvars = [v for v, u in zip(eqn.outvars, pe.out_unknown) if u]
+    known_jaxpr, unknown_jaxpr, res_avals, out_unknown = _split_jaxpr(
+        p["jaxpr"], tuple(bool(u) for u in unknowns))
+    res_vars = [Var(a) for a in res_avals]
+    known_outvars = [v for v, u in zip(eqn.outvars, out_unknown) if not u]
+    unknown_outvars = [v for v, u in zip(eqn.outvars, out_unknown) if u]
     known_in = [a for a, u in zip(eqn.invars, unknowns) if not u]
     unknown_in = [a for a, u in zip(eqn.invars, unknowns) if u]
     known = JaxprEqn(jit_p, known_in, known_outvars + res_vars,
-                     dict(p, jaxpr=ClosedJaxpr(pe.known, closed.consts),
+                     dict(p, jaxpr=known_jaxpr,
                           donated_invars=(False,) * len(known_in)), eqn.ctx, eqn.source)
     unknown = JaxprEqn(jit_p, res_vars + unknown_in, unknown_outvars,
-                       dict(p, jaxpr=ClosedJaxpr(pe.unknown, []),
+                       dict(p, jaxpr=unknown_jaxpr,
                             donated_invars=(False,) * (len(res_vars) + len(unknown_in))),
                        eqn.ctx, eqn.source)
     return [known], [unknown], res_vars

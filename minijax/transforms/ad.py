@@ -33,7 +33,9 @@ from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, dce_j
 from minijax.core.trace import (DebugInfo, JaxprTrace, JaxprTracer, Primitive, Trace, Tracer,
                                 leaked_tracer_error, trace_state, eval_jaxpr, get_aval, merge_ctx,
                                 trace_to_jaxpr, use_trace, user_source)
+from minijax.core.lru import weak_memo
 from minijax.core.traceback_util import add_equation_source
+from minijax.config import config
 
 # ---- symbolic zeros and tangent types ------------------------------------------------------
 
@@ -226,12 +228,20 @@ class JVPTrace(Trace):
         finally:
             trace_state.trace = prev
         if prim.multiple_results:
-            return [JVPTracer(self, o, t) for o, t in zip(out, t_out)]
-        return JVPTracer(self, out, t_out)
+            return [maybe_jvp_tracer(self, o, t) for o, t in zip(out, t_out)]
+        return maybe_jvp_tracer(self, out, t_out)
 
     def concrete_value(self, tracer, what):
         p = tracer.primal
         return p.to_concrete(what) if isinstance(p, Tracer) else p
+
+
+def maybe_jvp_tracer(trace: JVPTrace, primal, tangent):
+    """An output of ``trace``: the primal itself where its tangent is a symbolic zero (or
+    float0), as jax's, so it is no tracer of the jvp; a ``JVPTracer`` otherwise."""
+    if type(tangent) is Zero or getattr(tangent, "dtype", None) == dtypes.float0:
+        return primal
+    return JVPTracer(trace, primal, tangent)
 
 
 def _zero_if_float0(t):
@@ -258,12 +268,28 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
 
 # ---- jvp of a jaxpr (for higher-order primitives) --------------------------------------------
 
+def _trace_state() -> tuple:
+    """What a jaxpr traced from another depends on besides that jaxpr (the key of the
+    memos of jaxpr transforms)."""
+    return config.trace_key, trace_state.ctx, trace_state.axis_env
+
+
 def jvp_jaxpr(closed: ClosedJaxpr, nonzero: Sequence[bool],
               instantiate_out: bool | Sequence[bool] = True) -> tuple[ClosedJaxpr, list[bool]]:
     """A jaxpr ``(*primals, *nonzero_tangents) -> (*outs, *out_tangents)``.
 
     Returns the jaxpr and which output tangents are nonzero (all if instantiated).
+    Memoized on ``closed`` (as jax's): the jvp of one jaxpr is traced once, so rules run
+    while tracing it (custom_jvp/vjp rules) run once.
     """
+    inst = tuple(instantiate_out) if isinstance(instantiate_out, (list, tuple)) \
+        else bool(instantiate_out)
+    jaxpr, out_nz = _jvp_jaxpr(closed, tuple(bool(n) for n in nonzero), inst)
+    return jaxpr, list(out_nz)
+
+
+@weak_memo(_trace_state)
+def _jvp_jaxpr(closed: ClosedJaxpr, nonzero: tuple, instantiate_out) -> tuple:
     in_avals = closed.in_avals
     t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
     n = len(in_avals)
@@ -282,7 +308,7 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzero: Sequence[bool],
 
     jaxpr, consts, _ = trace_to_jaxpr(fun, list(in_avals) + t_avals,
                                       DebugInfo("jvp", "jaxpr", None))
-    return _closed(jaxpr, consts), out_nz
+    return _closed(jaxpr, consts), tuple(out_nz)
 
 
 def _closed(jaxpr: Jaxpr, consts: list) -> ClosedJaxpr:
@@ -478,17 +504,25 @@ def transpose_jaxpr(closed: ClosedJaxpr, args: Sequence[Any], cts: Sequence[Any]
     """A jaxpr ``(non-linear args..., cts...) -> cts of the linear args`` for a call of
     ``closed`` applied to ``args`` (``UndefinedPrimal`` for the linear ones); what the
     transpose rules of call-like primitives (jit, checkpoint) bind."""
-    linear = [is_undefined(a) for a in args]
-    nonlin = [a for a in args if not is_undefined(a)]
-    n = len(nonlin)
+    # memoized on ``closed``, the linear pattern and the avals (as jax's): a custom_vjp's
+    # bwd inside is traced once however often the call is transposed
+    in_avals = tuple(a.aval if is_undefined(a) else get_aval(a) for a in args)
+    linear = tuple(is_undefined(a) for a in args)
+    return _transpose_jaxpr(closed, linear, in_avals, tuple(get_aval(c) for c in cts), name)
+
+
+@weak_memo(_trace_state)
+def _transpose_jaxpr(closed: ClosedJaxpr, linear: tuple, in_avals: tuple, ct_avals: tuple,
+                     name: str) -> ClosedJaxpr:
+    n = len(linear) - sum(linear)
 
     def fun(*xs):
         it = iter(xs[:n])
-        full = [a if lin else next(it) for a, lin in zip(args, linear)]
+        full = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
         out = backward_pass(closed.jaxpr, closed.consts, full, list(xs[n:]))
         return [instantiate(c) for c, lin in zip(out, linear) if lin], None
 
-    avals = [get_aval(a) for a in nonlin] + [get_aval(c) for c in cts]
+    avals = [a for a, lin in zip(in_avals, linear) if not lin] + list(ct_avals)
     jaxpr, consts, _ = trace_to_jaxpr(fun, avals, DebugInfo("transpose", name, None))
     return ClosedJaxpr(jaxpr, consts)
 
