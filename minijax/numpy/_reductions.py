@@ -74,7 +74,12 @@ def _dtype_arg(dtype, name: str):
 
 
 def _convert(x, dtype):
-    """``x`` as a non-weak array of ``dtype`` (jax's convert_element_type)."""
+    """``x`` as a non-weak array of ``dtype`` (jax's convert_element_type); a value that
+    already is one stays as it is (also a jvp tracer, whose result would otherwise lose a
+    rank-0 value's host memory space)."""
+    aval = get_aval(x)
+    if aval.dtype == dtype and not aval.weak_type:
+        return x
     return lax.convert_element_type(x, dtype)
 
 

@@ -213,6 +213,7 @@ class Sharding:
         """Whether both put the same slices of an ``ndim``-d array on the same devices."""
         try:
             return (tuple(self._device_assignment) == tuple(other._device_assignment)
+                    and getattr(self, "memory_kind", None) == getattr(other, "memory_kind", None)
                     and self._to_xla_hlo_sharding(ndim) == other._to_xla_hlo_sharding(ndim))
         except (AttributeError, ValueError):
             return False
